@@ -1,0 +1,18 @@
+package io.pgdurable.spi;
+
+import java.util.Objects;
+
+/** An inclusive version range a dispatcher can execute. */
+public record SemverRange(SemVer min, SemVer max) {
+    public SemverRange {
+        Objects.requireNonNull(min, "min");
+        Objects.requireNonNull(max, "max");
+        if (min.compareTo(max) > 0) {
+            throw new IllegalArgumentException("SemverRange min " + min + " is above max " + max);
+        }
+    }
+
+    public boolean contains(SemVer v) {
+        return min.compareTo(v) <= 0 && v.compareTo(max) <= 0;
+    }
+}
