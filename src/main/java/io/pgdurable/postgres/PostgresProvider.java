@@ -1,0 +1,761 @@
+package io.pgdurable.postgres;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.pgdurable.internal.Json;
+import io.pgdurable.spi.CustomStatus;
+import io.pgdurable.spi.DispatcherCapabilityFilter;
+import io.pgdurable.spi.Event;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.KvEntry;
+import io.pgdurable.spi.OrchestrationItem;
+import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.ProviderAdmin;
+import io.pgdurable.spi.ProviderException;
+import io.pgdurable.spi.ScheduledActivityIdentifier;
+import io.pgdurable.spi.SemverRange;
+import io.pgdurable.spi.SessionFetchConfig;
+import io.pgdurable.spi.SystemStats;
+import io.pgdurable.spi.TagFilter;
+import io.pgdurable.spi.WorkItem;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLWarning;
+import java.sql.Types;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The PostgreSQL provider: one schema per task hub, one function call per operation, the application clock passed
+ * into every lease and visibility decision. It never sleeps or waits for work; a fetch with a poll timeout returns
+ * at once in short-poll mode.
+ */
+public final class PostgresProvider implements OrchestrationProvider {
+    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final String VERSION = "0.1.0";
+
+    private final PostgresProviderConfig config;
+    private final DataSource dataSource;
+    private final HikariDataSource ownedPool;
+    private final Statements sql;
+    private final Clock clock;
+    private final Payloads payloads;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private PostgresProvider(PostgresProviderConfig config) {
+        this.config = config;
+        this.clock = config.clock();
+        this.payloads = new Payloads(config.maxPayloadBytes());
+        this.sql = new Statements(config.schema());
+        if (config.dataSource() != null) {
+            this.dataSource = config.dataSource();
+            this.ownedPool = null;
+        } else {
+            this.ownedPool = openPool(config);
+            this.dataSource = ownedPool;
+        }
+        try {
+            SchemaMigrator migrator = new SchemaMigrator(dataSource, config);
+            if (config.migrationPolicy() == MigrationPolicy.APPLY_ALL) {
+                migrator.applyAll();
+            } else {
+                migrator.verify();
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** Connects, migrates or verifies the schema according to the configuration, and returns a ready provider. */
+    public static PostgresProvider create(PostgresProviderConfig config) {
+        return new PostgresProvider(config);
+    }
+
+    private static HikariDataSource openPool(PostgresProviderConfig config) {
+        HikariConfig hc = new HikariConfig();
+        hc.setJdbcUrl(config.jdbcUrl());
+        if (config.username() != null) {
+            hc.setUsername(config.username());
+        }
+        if (config.password() != null) {
+            hc.setPassword(config.password());
+        }
+        hc.setPoolName("pgdurable-" + config.schema());
+        hc.setMaximumPoolSize(config.poolSize());
+        hc.setMinimumIdle(Math.min(2, config.poolSize()));
+        hc.setConnectionTimeout(Math.max(250, config.connectionTimeout().toMillis()));
+        hc.setAutoCommit(true);
+        hc.addDataSourceProperty("ApplicationName", "pgdurable");
+        try {
+            return new HikariDataSource(hc);
+        } catch (RuntimeException e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            throw new ProviderException("connect", "cannot open a connection pool to "
+                    + PostgresProviderConfig.redactUrl(config.jdbcUrl()) + ": " + cause.getMessage(),
+                    true, cause instanceof SQLException s ? s.getSQLState() : null, e);
+        }
+    }
+
+    public PostgresProviderConfig config() {
+        return config;
+    }
+
+    @Override
+    public String name() {
+        return "pgdurable";
+    }
+
+    @Override
+    public String version() {
+        return VERSION;
+    }
+
+    // ------------------------------------------------------------------------------------------ orchestrator queue
+
+    @Override
+    public Optional<FetchedOrchestration> fetchOrchestrationItem(Duration lockTimeout, Duration pollTimeout,
+                                                                 DispatcherCapabilityFilter filter) {
+        String op = "fetchOrchestrationItem";
+        long lockMs = Payloads.positiveMillis(op, "lockTimeout", lockTimeout);
+        Long minVersion = null;
+        Long maxVersion = null;
+        if (filter != null) {
+            if (filter.supportedVersions().isEmpty()) {
+                return Optional.empty(); // supports no version at all
+            }
+            SemverRange range = filter.supportedVersions().get(0);
+            minVersion = range.min().packed();
+            maxVersion = range.max().packed();
+        }
+        String token = newToken();
+        long now = clock.millis();
+        Long min = minVersion;
+        Long max = maxVersion;
+        Optional<FetchedOrchestration> fetched = call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.fetchOrchestrationItem)) {
+                ps.setLong(1, now);
+                ps.setLong(2, lockMs);
+                ps.setString(3, token);
+                setLongOrNull(ps, 4, min);
+                setLongOrNull(ps, 5, max);
+                try (ResultSet rs = ps.executeQuery()) {
+                    logWarnings(ps.getWarnings());
+                    if (!rs.next()) {
+                        return Optional.empty();
+                    }
+                    return Optional.of(readOrchestration(rs, token));
+                }
+            }
+        });
+        return fetched;
+    }
+
+    private FetchedOrchestration readOrchestration(ResultSet rs, String token) throws SQLException {
+        String instance = rs.getString("instance_id");
+        String[] messageTexts = strings(rs.getArray("messages"));
+        List<WorkItem> messages = new ArrayList<>(messageTexts.length);
+        try {
+            for (String text : messageTexts) {
+                messages.add(WorkItem.fromJson(text));
+            }
+        } catch (IllegalArgumentException bad) {
+            // A fetch that throws must hold no lock: give the batch back before reporting.
+            releaseAfterUndecodableMessages(token);
+            throw ProviderException.permanent("fetchOrchestrationItem", "a queued message of instance '" + instance
+                    + "' cannot be decoded: " + bad.getMessage());
+        }
+        boolean hasInstance = rs.getBoolean("has_instance");
+        String name = rs.getString("orchestration_name");
+        String version = rs.getString("orchestration_version");
+        if (!hasInstance) {
+            name = "Unknown";
+            for (WorkItem m : messages) {
+                if (m instanceof WorkItem.StartOrchestration s) {
+                    name = s.orchestration();
+                    version = s.version();
+                    break;
+                }
+                if (m instanceof WorkItem.ContinueAsNew can) {
+                    name = can.orchestration();
+                    version = can.version();
+                    break;
+                }
+            }
+        }
+        long executionId = rs.getLong("execution_id");
+
+        List<Event> history = new ArrayList<>();
+        String historyError = null;
+        Long[] ids = longs(rs.getArray("event_ids"));
+        String[] types = strings(rs.getArray("event_types"));
+        String[] data = strings(rs.getArray("event_data"));
+        for (int i = 0; i < ids.length; i++) {
+            try {
+                Json.parseObject(data[i]);
+            } catch (IllegalArgumentException bad) {
+                historyError = "history event " + ids[i] + " of execution " + executionId + " of instance '"
+                        + instance + "' cannot be decoded: " + bad.getMessage();
+                history.clear();
+                break;
+            }
+            history.add(new Event(ids[i], types[i], data[i]));
+        }
+
+        Map<String, KvEntry> kv = new LinkedHashMap<>();
+        String[] keys = strings(rs.getArray("kv_keys"));
+        String[] values = strings(rs.getArray("kv_values"));
+        Long[] updated = longs(rs.getArray("kv_updated_ms"));
+        for (int i = 0; i < keys.length; i++) {
+            kv.put(keys[i], new KvEntry(values[i], updated[i]));
+        }
+        OrchestrationItem item = new OrchestrationItem(instance, name, executionId,
+                version == null ? "unknown" : version, history, messages, Optional.ofNullable(historyError), kv);
+        return new FetchedOrchestration(item, token, rs.getInt("attempt_count"));
+    }
+
+    private void releaseAfterUndecodableMessages(String token) {
+        try {
+            abandonOrchestrationItem(token, null, false);
+        } catch (ProviderException e) {
+            LOG.warn("pgdurable: could not release the lock of an undecodable batch; it expires on its own: {}",
+                    e.getMessage());
+        }
+    }
+
+    @Override
+    public void ackOrchestrationItem(String lockToken, long executionId, List<Event> historyDelta,
+                                     List<WorkItem> workerItems, List<WorkItem> orchestratorItems,
+                                     ExecutionMetadata metadata,
+                                     List<ScheduledActivityIdentifier> cancelledActivities) {
+        String op = TurnEncoder.OP;
+        Payloads.notNull(op, "lockToken", lockToken);
+        long now = clock.millis();
+        TurnEncoder t = new TurnEncoder(payloads, now, executionId, historyDelta, workerItems, orchestratorItems,
+                metadata, cancelledActivities);
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.ackOrchestrationItem)) {
+                int i = 1;
+                ps.setString(i++, lockToken);
+                ps.setLong(i++, now);
+                ps.setLong(i++, executionId);
+                ps.setArray(i++, c.createArrayOf("bigint", t.eventIds));
+                ps.setArray(i++, c.createArrayOf("text", t.eventTypes));
+                ps.setArray(i++, c.createArrayOf("text", t.eventData));
+                ps.setArray(i++, c.createArrayOf("text", t.workerItems));
+                ps.setArray(i++, c.createArrayOf("text", t.workerInstances));
+                ps.setArray(i++, c.createArrayOf("bigint", t.workerExecutions));
+                ps.setArray(i++, c.createArrayOf("bigint", t.workerActivities));
+                ps.setArray(i++, c.createArrayOf("text", t.workerSessions));
+                ps.setArray(i++, c.createArrayOf("text", t.workerTags));
+                ps.setArray(i++, c.createArrayOf("text", t.orchInstances));
+                ps.setArray(i++, c.createArrayOf("text", t.orchKinds));
+                ps.setArray(i++, c.createArrayOf("text", t.orchItems));
+                ps.setArray(i++, c.createArrayOf("bigint", t.orchVisibleAt));
+                ps.setString(i++, metadata.status());
+                ps.setString(i++, metadata.output());
+                ps.setString(i++, metadata.orchestrationName());
+                ps.setString(i++, metadata.orchestrationVersion());
+                ps.setString(i++, metadata.parentInstanceId());
+                setLongOrNull(ps, i++, t.pinnedVersion);
+                ps.setInt(i++, t.customStatusAction);
+                ps.setString(i++, t.customStatus);
+                ps.setArray(i++, c.createArrayOf("text", t.kvOps));
+                ps.setArray(i++, c.createArrayOf("text", t.kvKeys));
+                ps.setArray(i++, c.createArrayOf("text", t.kvValues));
+                ps.setArray(i++, c.createArrayOf("bigint", t.kvUpdatedMs));
+                ps.setArray(i++, c.createArrayOf("text", t.cancelInstances));
+                ps.setArray(i++, c.createArrayOf("bigint", t.cancelExecutions));
+                ps.setArray(i, c.createArrayOf("bigint", t.cancelActivities));
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    @Override
+    public void abandonOrchestrationItem(String lockToken, Duration delay, boolean ignoreAttempt) {
+        String op = "abandonOrchestrationItem";
+        Payloads.notNull(op, "lockToken", lockToken);
+        long delayMs = Payloads.delayMillis(op, delay);
+        long now = clock.millis();
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.abandonOrchestrationItem)) {
+                ps.setString(1, lockToken);
+                ps.setLong(2, now);
+                ps.setLong(3, delayMs);
+                ps.setBoolean(4, ignoreAttempt);
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    @Override
+    public void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
+        String op = "renewOrchestrationItemLock";
+        Payloads.notNull(op, "lockToken", lockToken);
+        long extendMs = Payloads.positiveMillis(op, "extendFor", extendFor);
+        long now = clock.millis();
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.renewOrchestrationItemLock)) {
+                ps.setString(1, lockToken);
+                ps.setLong(2, now);
+                ps.setLong(3, extendMs);
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    @Override
+    public void enqueueForOrchestrator(WorkItem item, Duration delay) {
+        String op = "enqueueForOrchestrator";
+        String json = payloads.encode(op, "item", item);
+        if (item instanceof WorkItem.ActivityExecute) {
+            throw ProviderException.permanent(op, "ActivityExecute belongs on the worker queue; use enqueueForWorker");
+        }
+        long delayMs = Payloads.delayMillis(op, delay);
+        long now = clock.millis();
+        long visibleAt = now + delayMs;
+        if (item instanceof WorkItem.TimerFired t && t.fireAtMs() > 0) {
+            visibleAt = Math.max(t.fireAtMs(), visibleAt);
+        }
+        long visible = visibleAt;
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.enqueueOrchestratorItem)) {
+                ps.setString(1, item.instance());
+                ps.setString(2, item.kind());
+                ps.setString(3, json);
+                ps.setLong(4, visible);
+                ps.setLong(5, now);
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------ history
+
+    @Override
+    public List<Event> read(String instance) {
+        return readHistory("read", instance, null);
+    }
+
+    @Override
+    public List<Event> readWithExecution(String instance, long executionId) {
+        return readHistory("readWithExecution", instance, executionId);
+    }
+
+    List<Event> readHistory(String op, String instance, Long executionId) {
+        Payloads.notNull(op, "instance", instance);
+        return call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.readHistory)) {
+                ps.setString(1, instance);
+                setLongOrNull(ps, 2, executionId);
+                List<Event> events = new ArrayList<>();
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        long id = rs.getLong(1);
+                        String data = rs.getString(3);
+                        try {
+                            Json.parseObject(data);
+                        } catch (IllegalArgumentException bad) {
+                            throw ProviderException.permanent(op, "history event " + id + " of instance '" + instance
+                                    + "' cannot be decoded: " + bad.getMessage());
+                        }
+                        events.add(new Event(id, rs.getString(2), data));
+                    }
+                }
+                return events;
+            }
+        });
+    }
+
+    @Override
+    public void appendWithExecution(String instance, long executionId, List<Event> newEvents) {
+        String op = "appendWithExecution";
+        Payloads.notNull(op, "instance", instance);
+        Payloads.notNull(op, "newEvents", newEvents);
+        if (newEvents.isEmpty()) {
+            return;
+        }
+        int n = newEvents.size();
+        Long[] ids = new Long[n];
+        String[] types = new String[n];
+        String[] data = new String[n];
+        for (int i = 0; i < n; i++) {
+            Event e = newEvents.get(i);
+            payloads.checkEvent(op, i, e);
+            ids[i] = e.eventId();
+            types[i] = e.type();
+            data[i] = e.data();
+        }
+        long now = clock.millis();
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.appendHistory)) {
+                ps.setString(1, instance);
+                ps.setLong(2, executionId);
+                ps.setLong(3, now);
+                ps.setArray(4, c.createArrayOf("bigint", ids));
+                ps.setArray(5, c.createArrayOf("text", types));
+                ps.setArray(6, c.createArrayOf("text", data));
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------ worker queue
+
+    @Override
+    public void enqueueForWorker(WorkItem item) {
+        String op = "enqueueForWorker";
+        String json = payloads.encode(op, "item", item);
+        if (!(item instanceof WorkItem.ActivityExecute a)) {
+            throw ProviderException.permanent(op, item.kind() + " belongs on the orchestrator queue; only "
+                    + "ActivityExecute goes to the worker queue");
+        }
+        long now = clock.millis();
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItem)) {
+                ps.setString(1, json);
+                ps.setLong(2, now);
+                ps.setString(3, a.instance());
+                ps.setLong(4, a.executionId());
+                ps.setLong(5, a.id());
+                ps.setString(6, a.sessionId());
+                ps.setString(7, a.tag());
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    @Override
+    public Optional<FetchedWorkItem> fetchWorkItem(Duration lockTimeout, Duration pollTimeout,
+                                                   SessionFetchConfig session, TagFilter tagFilter) {
+        String op = "fetchWorkItem";
+        long lockMs = Payloads.positiveMillis(op, "lockTimeout", lockTimeout);
+        Payloads.notNull(op, "tagFilter", tagFilter);
+        int mode;
+        String[] tags;
+        if (tagFilter instanceof TagFilter.None) {
+            return Optional.empty();
+        } else if (tagFilter instanceof TagFilter.DefaultOnly) {
+            mode = 0;
+            tags = new String[0];
+        } else if (tagFilter instanceof TagFilter.Tags t) {
+            mode = 1;
+            tags = t.tags().toArray(new String[0]);
+        } else if (tagFilter instanceof TagFilter.DefaultAnd d) {
+            mode = 2;
+            tags = d.tags().toArray(new String[0]);
+        } else {
+            mode = 3;
+            tags = new String[0];
+        }
+        String token = newToken();
+        long now = clock.millis();
+        return call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.fetchWorkItem)) {
+                ps.setLong(1, now);
+                ps.setLong(2, lockMs);
+                ps.setString(3, token);
+                ps.setString(4, session == null ? null : session.ownerId());
+                setLongOrNull(ps, 5, session == null ? null : session.lockTimeout().toMillis());
+                ps.setInt(6, mode);
+                ps.setArray(7, c.createArrayOf("text", tags));
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next()) {
+                        return Optional.empty();
+                    }
+                    String text = rs.getString(1);
+                    int attempts = rs.getInt(2);
+                    WorkItem item;
+                    try {
+                        item = WorkItem.fromJson(text);
+                    } catch (IllegalArgumentException bad) {
+                        abandonQuietly(token);
+                        throw ProviderException.permanent(op, "a worker queue item cannot be decoded: "
+                                + bad.getMessage());
+                    }
+                    return Optional.of(new FetchedWorkItem(item, token, attempts));
+                }
+            }
+        });
+    }
+
+    private void abandonQuietly(String token) {
+        try {
+            abandonWorkItem(token, null, false);
+        } catch (ProviderException e) {
+            LOG.warn("pgdurable: could not release an undecodable work item; its lease expires on its own: {}",
+                    e.getMessage());
+        }
+    }
+
+    @Override
+    public void ackWorkItem(String lockToken, WorkItem completion) {
+        String op = "ackWorkItem";
+        Payloads.notNull(op, "lockToken", lockToken);
+        String json = null;
+        if (completion != null) {
+            if (!(completion instanceof WorkItem.ActivityCompleted || completion instanceof WorkItem.ActivityFailed)) {
+                throw ProviderException.permanent(op, "completion must be ActivityCompleted or ActivityFailed, was "
+                        + completion.kind());
+            }
+            json = payloads.encode(op, "completion", completion);
+        }
+        String completionJson = json;
+        long now = clock.millis();
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.ackWorkItem)) {
+                ps.setString(1, lockToken);
+                ps.setLong(2, now);
+                ps.setString(3, completion == null ? null : completion.instance());
+                ps.setString(4, completion == null ? null : completion.kind());
+                ps.setString(5, completionJson);
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    @Override
+    public void renewWorkItemLock(String lockToken, Duration extendFor) {
+        String op = "renewWorkItemLock";
+        Payloads.notNull(op, "lockToken", lockToken);
+        long extendMs = Payloads.positiveMillis(op, "extendFor", extendFor);
+        long now = clock.millis();
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.renewWorkItemLock)) {
+                ps.setString(1, lockToken);
+                ps.setLong(2, now);
+                ps.setLong(3, extendMs);
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    @Override
+    public void abandonWorkItem(String lockToken, Duration delay, boolean ignoreAttempt) {
+        String op = "abandonWorkItem";
+        Payloads.notNull(op, "lockToken", lockToken);
+        long delayMs = Payloads.delayMillis(op, delay);
+        long now = clock.millis();
+        call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.abandonWorkItem)) {
+                ps.setString(1, lockToken);
+                ps.setLong(2, now);
+                ps.setLong(3, delayMs);
+                ps.setBoolean(4, ignoreAttempt);
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------ sessions
+
+    @Override
+    public int renewSessionLock(List<String> ownerIds, Duration extendFor, Duration idleTimeout) {
+        String op = "renewSessionLock";
+        Payloads.notNull(op, "ownerIds", ownerIds);
+        long extendMs = Payloads.positiveMillis(op, "extendFor", extendFor);
+        long idleMs = Payloads.delayMillis(op, idleTimeout);
+        if (ownerIds.isEmpty()) {
+            return 0;
+        }
+        String[] owners = ownerIds.toArray(new String[0]);
+        long now = clock.millis();
+        return call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.renewSessionLocks)) {
+                ps.setArray(1, c.createArrayOf("text", owners));
+                ps.setLong(2, now);
+                ps.setLong(3, extendMs);
+                ps.setLong(4, idleMs);
+                return singleInt(ps);
+            }
+        });
+    }
+
+    @Override
+    public int cleanupOrphanedSessions(Duration idleTimeout) {
+        String op = "cleanupOrphanedSessions";
+        long now = clock.millis();
+        return call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.cleanupOrphanedSessions)) {
+                ps.setLong(1, now);
+                return singleInt(ps);
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------ client reads
+
+    @Override
+    public Optional<CustomStatus> getCustomStatus(String instance, long lastSeenVersion) {
+        String op = "getCustomStatus";
+        Payloads.notNull(op, "instance", instance);
+        return call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.getCustomStatus)) {
+                ps.setString(1, instance);
+                ps.setLong(2, lastSeenVersion);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? Optional.of(new CustomStatus(rs.getString(1), rs.getLong(2)))
+                            : Optional.empty();
+                }
+            }
+        });
+    }
+
+    @Override
+    public Optional<String> getKvValue(String instance, String key) {
+        String op = "getKvValue";
+        Payloads.notNull(op, "key", key);
+        Map<String, String> values = kvValues(op, instance, key);
+        return Optional.ofNullable(values.get(key));
+    }
+
+    @Override
+    public Map<String, String> getKvAllValues(String instance) {
+        return kvValues("getKvAllValues", instance, null);
+    }
+
+    private Map<String, String> kvValues(String op, String instance, String key) {
+        Payloads.notNull(op, "instance", instance);
+        return call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.getKvValues)) {
+                ps.setString(1, instance);
+                ps.setString(2, key);
+                Map<String, String> values = new LinkedHashMap<>();
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        values.put(rs.getString(1), rs.getString(2));
+                    }
+                }
+                return values;
+            }
+        });
+    }
+
+    @Override
+    public Optional<SystemStats> getInstanceStats(String instance) {
+        String op = "getInstanceStats";
+        Payloads.notNull(op, "instance", instance);
+        return call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.getInstanceStats)) {
+                ps.setString(1, instance);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next()) {
+                        return Optional.empty();
+                    }
+                    return Optional.of(new SystemStats(rs.getLong(1), rs.getLong(2),
+                            carriedEventCount(rs.getString(3)), rs.getLong(4), rs.getLong(5)));
+                }
+            }
+        });
+    }
+
+    private static long carriedEventCount(String startedEvent) {
+        if (startedEvent == null) {
+            return 0;
+        }
+        try {
+            Object carried = Json.parseObject(startedEvent).get("carry_forward_events");
+            return carried instanceof List<?> list ? list.size() : 0;
+        } catch (IllegalArgumentException undecodable) {
+            return 0;
+        }
+    }
+
+    @Override
+    public Optional<ProviderAdmin> asManagementCapability() {
+        return Optional.empty();
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true) && ownedPool != null) {
+            ownedPool.close();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ plumbing
+
+    @FunctionalInterface
+    interface SqlWork<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    /**
+     * Runs one operation on a pooled connection and classifies its failure. A call that failed because a stored
+     * function was replaced under it (0A000) is re-run once: the statement rolled back, so re-running is safe.
+     */
+    <T> T call(String op, SqlWork<T> work) {
+        if (closed.get()) {
+            throw ProviderException.permanent(op, "the provider is closed");
+        }
+        for (int attempt = 1; ; attempt++) {
+            try (Connection c = dataSource.getConnection()) {
+                return work.run(c);
+            } catch (SQLException e) {
+                if (attempt == 1 && SqlErrors.CACHED_PLAN_CHANGED.equals(e.getSQLState())) {
+                    LOG.debug("pgdurable: {} re-run after a function was replaced: {}", op, e.getMessage());
+                    continue;
+                }
+                throw SqlErrors.translate(op, e);
+            }
+        }
+    }
+
+    private static String newToken() {
+        return "lock_" + UUID.randomUUID();
+    }
+
+    private static void setLongOrNull(PreparedStatement ps, int index, Long value) throws SQLException {
+        if (value == null) {
+            ps.setNull(index, Types.BIGINT);
+        } else {
+            ps.setLong(index, value);
+        }
+    }
+
+    private static int singleInt(PreparedStatement ps) throws SQLException {
+        try (ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    private static String[] strings(Array array) throws SQLException {
+        return array == null ? new String[0] : (String[]) array.getArray();
+    }
+
+    private static Long[] longs(Array array) throws SQLException {
+        return array == null ? new Long[0] : (Long[]) array.getArray();
+    }
+
+    private static void logWarnings(SQLWarning warning) {
+        for (SQLWarning w = warning; w != null; w = w.getNextWarning()) {
+            LOG.warn("{}", w.getMessage());
+        }
+    }
+}

@@ -1,0 +1,281 @@
+package io.pgdurable.postgres;
+
+import io.pgdurable.spi.ProviderException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.FlywayException;
+import org.flywaydb.core.api.MigrationInfo;
+import org.flywaydb.core.api.MigrationState;
+import org.flywaydb.core.internal.exception.FlywaySqlException;
+import org.flywaydb.database.postgresql.PostgreSQLConfigurationExtension;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Brings a schema to this library's version (APPLY_ALL) or checks that it is there (VERIFY_ONLY).
+ *
+ * <p>Concurrent starters serialize on a session advisory lock keyed by the schema. Waiting for it uses short
+ * server-side lock timeouts with jittered retries inside a bounded budget, so a node that dies while migrating
+ * cannot wedge the others and a busy one delays them by at most the budget.
+ */
+public final class SchemaMigrator {
+    private static final Logger LOG = LoggerFactory.getLogger(SchemaMigrator.class);
+    static final String LEDGER_TABLE = "pgdurable_schema_history";
+    static final String LOCATION = "classpath:io/pgdurable/migrations";
+    private static final String OPERATION = "migrate";
+
+    private final DataSource dataSource;
+    private final String schema;
+    private final PostgresProviderConfig config;
+    private final String[] locations;
+
+    public SchemaMigrator(DataSource dataSource, PostgresProviderConfig config) {
+        this(dataSource, config, LOCATION);
+    }
+
+    /** A migrator reading extra locations too (tests use it to add a migration that fails). */
+    SchemaMigrator(DataSource dataSource, PostgresProviderConfig config, String... locations) {
+        this.dataSource = dataSource;
+        this.config = config;
+        this.schema = config.schema();
+        this.locations = locations.clone();
+    }
+
+    /** Where a schema stands relative to the migrations bundled with this library. */
+    public record Status(String schema, boolean ledgerExists, String currentVersion, List<String> pending,
+                         List<String> unknownApplied, List<String> failed) {
+        public boolean upToDate() {
+            return ledgerExists && pending.isEmpty() && unknownApplied.isEmpty() && failed.isEmpty();
+        }
+    }
+
+    /** Applies every pending migration under the schema's advisory lock. */
+    public void applyAll() {
+        Connection lockConnection = acquireLockConnection();
+        boolean released = false;
+        try {
+            int applied = flyway().migrate().migrationsExecuted;
+            if (applied > 0) {
+                LOG.info("pgdurable: applied {} migration(s) to schema {}", applied, schema);
+            }
+            released = unlock(lockConnection);
+        } catch (FlywayException e) {
+            throw translate(e);
+        } finally {
+            finish(lockConnection, released);
+        }
+    }
+
+    /** Fails with a permanent error unless the schema is exactly at this library's version. Runs no DDL. */
+    public void verify() {
+        Status s = status();
+        if (!s.ledgerExists()) {
+            throw ProviderException.permanent("verify", "schema '" + schema + "' has no pgdurable migration ledger ("
+                    + LEDGER_TABLE + "): it is missing or was never migrated; run `pgdurable migrate` or start a "
+                    + "provider with migration policy APPLY_ALL");
+        }
+        if (!s.failed().isEmpty()) {
+            throw ProviderException.permanent("verify", "schema '" + schema + "' records failed migration(s) "
+                    + s.failed() + "; repair it before starting");
+        }
+        if (!s.unknownApplied().isEmpty()) {
+            throw ProviderException.permanent("verify", "schema '" + schema + "' is ahead of this library: it has "
+                    + "migration(s) " + s.unknownApplied() + " that this version does not know; upgrade the library");
+        }
+        if (!s.pending().isEmpty()) {
+            throw ProviderException.permanent("verify", "schema '" + schema + "' is behind this library (at version "
+                    + s.currentVersion() + "); pending migration(s) " + s.pending()
+                    + "; run `pgdurable migrate` or use APPLY_ALL");
+        }
+    }
+
+    /** Reads the ledger; never writes. */
+    public Status status() {
+        try {
+            if (!ledgerExists()) {
+                List<String> all = new ArrayList<>();
+                for (MigrationInfo i : flyway().info().all()) {
+                    all.add(i.getVersion().getVersion());
+                }
+                return new Status(schema, false, null, all, List.of(), List.of());
+            }
+            List<String> pending = new ArrayList<>();
+            List<String> unknown = new ArrayList<>();
+            List<String> failed = new ArrayList<>();
+            String current = null;
+            for (MigrationInfo i : flyway().info().all()) {
+                if (i.getVersion() == null) {
+                    continue;
+                }
+                String v = i.getVersion().getVersion();
+                MigrationState state = i.getState();
+                if (state == MigrationState.PENDING) {
+                    pending.add(v);
+                } else if (state == MigrationState.FUTURE_SUCCESS || state == MigrationState.FUTURE_FAILED) {
+                    unknown.add(v);
+                } else if (state.isFailed()) {
+                    failed.add(v);
+                }
+                if (state.isApplied() && !state.isFailed() && !"0".equals(v)) {
+                    current = v;
+                }
+            }
+            return new Status(schema, true, current, pending, unknown, failed);
+        } catch (FlywayException e) {
+            throw translate(e);
+        }
+    }
+
+    private boolean ledgerExists() {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+            ps.setString(1, Identifiers.quote(schema) + "." + LEDGER_TABLE);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        } catch (SQLException e) {
+            throw SqlErrors.translate("status", e);
+        }
+    }
+
+    private Flyway flyway() {
+        var configuration = Flyway.configure(SchemaMigrator.class.getClassLoader())
+                .dataSource(dataSource)
+                .schemas(schema)
+                .defaultSchema(schema)
+                .createSchemas(true)
+                .table(LEDGER_TABLE)
+                .locations(locations)
+                .placeholders(Map.of("schema", Identifiers.quote(schema)))
+                .validateMigrationNaming(true)
+                .cleanDisabled(true)
+                .loggers("slf4j");
+        // A transactional advisory lock would deadlock CREATE INDEX CONCURRENTLY; we hold our own session lock.
+        configuration.getPluginRegister().getPlugin(PostgreSQLConfigurationExtension.class).setTransactionalLock(false);
+        return configuration.load();
+    }
+
+    /** FNV-1a over "pgdurable:migrations:" + schema: a stable 64-bit advisory lock key per schema. */
+    static long lockKey(String schema) {
+        long hash = 0xcbf29ce484222325L;
+        for (byte b : ("pgdurable:migrations:" + schema).getBytes(StandardCharsets.UTF_8)) {
+            hash ^= (b & 0xff);
+            hash *= 0x100000001b3L;
+        }
+        return hash;
+    }
+
+    private Connection acquireLockConnection() {
+        long deadline = System.nanoTime() + config.migrationLockBudget().toNanos();
+        Connection c;
+        try {
+            c = dataSource.getConnection();
+        } catch (SQLException e) {
+            throw SqlErrors.translate(OPERATION, e);
+        }
+        int attempts = 0;
+        try (Statement st = c.createStatement()) {
+            st.execute("SET lock_timeout = " + config.migrationLockTimeout().toMillis());
+            while (true) {
+                attempts++;
+                try {
+                    st.execute("SELECT pg_advisory_lock(" + lockKey(schema) + ")");
+                    st.execute("RESET lock_timeout");
+                    return c;
+                } catch (SQLException e) {
+                    if (!"55P03".equals(e.getSQLState())) {
+                        throw e;
+                    }
+                    if (System.nanoTime() > deadline) {
+                        throw new ProviderException(OPERATION, "another node held the migration lock of schema '"
+                                + schema + "' for the whole " + config.migrationLockBudget().toMillis()
+                                + " ms budget (" + attempts + " attempts)", true, "55P03", e);
+                    }
+                    TimeUnit.MILLISECONDS.sleep(ThreadLocalRandom.current().nextLong(10, 60));
+                }
+            }
+        } catch (SQLException e) {
+            closeQuietly(c);
+            throw SqlErrors.translate(OPERATION, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            closeQuietly(c);
+            throw ProviderException.retryable(OPERATION, "interrupted while waiting for the migration lock");
+        } catch (RuntimeException e) {
+            closeQuietly(c);
+            throw e;
+        }
+    }
+
+    private boolean unlock(Connection c) {
+        try (Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT pg_advisory_unlock(" + lockKey(schema) + ")")) {
+            return rs.next() && rs.getBoolean(1);
+        } catch (SQLException e) {
+            LOG.warn("pgdurable: could not release the migration lock of schema {}: {}", schema, e.getMessage());
+            return false;
+        }
+    }
+
+    /** A connection goes back to the pool only with a confirmed unlock; otherwise it is closed for real. */
+    private void finish(Connection c, boolean released) {
+        if (released) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // nothing left to do: the connection is gone either way
+            }
+        } else {
+            closeQuietly(c);
+        }
+    }
+
+    /** Closes the physical connection so the server drops every session lock it held. */
+    private void closeQuietly(Connection c) {
+        if (dataSource instanceof com.zaxxer.hikari.HikariDataSource hikari) {
+            hikari.evictConnection(c);
+            return;
+        }
+        try {
+            c.abort(Runnable::run);
+        } catch (SQLException | RuntimeException ignored) {
+            // fall through to close
+        }
+        try {
+            c.close();
+        } catch (SQLException ignored) {
+            // already broken
+        }
+    }
+
+    private ProviderException translate(FlywayException e) {
+        Throwable cause = e;
+        while (cause != null) {
+            if (cause instanceof FlywaySqlException fs) {
+                return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: "
+                        + fs.getMessage().trim() + " [SQLSTATE " + fs.getSqlState() + "]",
+                        SqlErrors.isRetryable(new SQLException(), fs.getSqlState()), fs.getSqlState(), e);
+            }
+            if (cause instanceof SQLException sql) {
+                ProviderException p = SqlErrors.translate(OPERATION, sql);
+                return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: "
+                        + e.getMessage().trim(), p.retryable(), sql.getSQLState(), e);
+            }
+            cause = cause.getCause();
+        }
+        return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: " + e.getMessage().trim(),
+                false, null, e);
+    }
+}

@@ -1,0 +1,75 @@
+package io.pgdurable.postgres;
+
+import io.pgdurable.spi.ProviderException;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+import org.postgresql.util.PSQLException;
+import org.postgresql.util.ServerErrorMessage;
+
+/**
+ * Classifies database failures as retryable or permanent. The rule of thumb: the database or the network being
+ * busy, gone or in the way is retryable; anything about the request itself is permanent.
+ */
+final class SqlErrors {
+    /** A stored function was replaced while a cached plan referenced it; re-running the call succeeds. */
+    static final String CACHED_PLAN_CHANGED = "0A000";
+
+    private SqlErrors() {}
+
+    static ProviderException translate(String operation, SQLException e) {
+        String state = e.getSQLState();
+        String message = serverMessage(e);
+        boolean retryable = isRetryable(e, state);
+        String text = describe(state, message, e);
+        return new ProviderException(operation, text, retryable, state, e);
+    }
+
+    static boolean isRetryable(SQLException e, String state) {
+        if (e instanceof SQLTransientConnectionException) {
+            return true; // pool could not hand out a connection in time
+        }
+        if (state == null) {
+            return false;
+        }
+        if (state.startsWith("08")      // connection exceptions
+                || state.startsWith("53") // insufficient resources: too many connections, out of memory
+                || state.startsWith("57P") // admin/crash shutdown, cannot connect now
+                || state.equals("57014")  // statement timeout / cancel
+                || state.equals("40P01")  // deadlock
+                || state.equals("40001")  // serialization failure: re-running the transaction is the cure
+                || state.equals("55P03")  // lock not available (lock_timeout)
+                || state.equals(CACHED_PLAN_CHANGED)) {
+            return true;
+        }
+        return false;
+    }
+
+    private static String describe(String state, String message, SQLException e) {
+        if (state == null) {
+            return message;
+        }
+        if (state.startsWith("PD")) {
+            return message; // our own functions' errors already say what was wrong
+        }
+        if (state.equals("23505") && e instanceof PSQLException p && p.getServerErrorMessage() != null
+                && "history_pkey".equals(p.getServerErrorMessage().getConstraint())) {
+            return "duplicate event id: " + detail(p.getServerErrorMessage()) + " [SQLSTATE 23505]";
+        }
+        if (state.equals("42883") || state.equals("42P01") || state.equals("3F000")) {
+            return message + " [SQLSTATE " + state + "] (is the schema migrated to this library's version?)";
+        }
+        return message + " [SQLSTATE " + state + "]";
+    }
+
+    private static String detail(ServerErrorMessage m) {
+        return m.getDetail() != null ? m.getDetail() : m.getMessage();
+    }
+
+    private static String serverMessage(SQLException e) {
+        if (e instanceof PSQLException p && p.getServerErrorMessage() != null
+                && p.getServerErrorMessage().getMessage() != null) {
+            return p.getServerErrorMessage().getMessage();
+        }
+        return e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    }
+}

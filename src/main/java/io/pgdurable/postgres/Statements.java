@@ -1,0 +1,55 @@
+package io.pgdurable.postgres;
+
+/**
+ * Every SQL statement the provider sends, in one place. Each calls one function of the schema (see
+ * {@code migrations/}), so an operation is one round trip and one transaction. The schema name is the only text
+ * spliced in, validated and quoted; every value is a bind parameter.
+ */
+final class Statements {
+    final String fetchOrchestrationItem;
+    final String ackOrchestrationItem;
+    final String abandonOrchestrationItem;
+    final String renewOrchestrationItemLock;
+    final String enqueueOrchestratorItem;
+    final String enqueueWorkerItem;
+    final String fetchWorkItem;
+    final String ackWorkItem;
+    final String renewWorkItemLock;
+    final String abandonWorkItem;
+    final String renewSessionLocks;
+    final String cleanupOrphanedSessions;
+    final String readHistory;
+    final String appendHistory;
+    final String getCustomStatus;
+    final String getKvValues;
+    final String getInstanceStats;
+
+    Statements(String schema) {
+        String s = Identifiers.quote(schema) + ".";
+        fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(?, ?, ?, ?, ?)";
+        ackOrchestrationItem = "SELECT " + s + "ack_orchestration_item(" + params(31) + ")";
+        abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(?, ?, ?, ?)";
+        renewOrchestrationItemLock = "SELECT " + s + "renew_orchestration_item_lock(?, ?, ?)";
+        enqueueOrchestratorItem = "SELECT " + s + "enqueue_orchestrator_item(?, ?, ?, ?, ?)";
+        enqueueWorkerItem = "SELECT " + s + "enqueue_worker_item(?, ?, ?, ?, ?, ?, ?)";
+        fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(?, ?, ?, ?, ?, ?, ?)";
+        ackWorkItem = "SELECT " + s + "ack_work_item(?, ?, ?, ?, ?)";
+        renewWorkItemLock = "SELECT " + s + "renew_work_item_lock(?, ?, ?)";
+        abandonWorkItem = "SELECT " + s + "abandon_work_item(?, ?, ?, ?)";
+        renewSessionLocks = "SELECT " + s + "renew_session_locks(?, ?, ?, ?)";
+        cleanupOrphanedSessions = "SELECT " + s + "cleanup_orphaned_sessions(?)";
+        readHistory = "SELECT * FROM " + s + "read_history(?, ?)";
+        appendHistory = "SELECT " + s + "append_history(?, ?, ?, ?, ?, ?)";
+        getCustomStatus = "SELECT * FROM " + s + "get_custom_status(?, ?)";
+        getKvValues = "SELECT * FROM " + s + "get_kv_values(?, ?)";
+        getInstanceStats = "SELECT * FROM " + s + "get_instance_stats(?)";
+    }
+
+    private static String params(int n) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < n; i++) {
+            sb.append(i == 0 ? "?" : ", ?");
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,85 @@
+package io.pgdurable.postgres;
+
+import io.pgdurable.conformance.ProviderFactory;
+import io.pgdurable.spi.OrchestrationProvider;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Binds the conformance kit to {@link PostgresProvider}: each created provider gets a fresh schema. */
+public class PostgresTestFactory implements ProviderFactory {
+    private final List<OrchestrationProvider> providers = new ArrayList<>();
+    private final List<String> schemas = new ArrayList<>();
+    private String currentSchema;
+
+    /** Hook for long-poll bindings to adjust the configuration. */
+    protected PostgresProviderConfig.Builder configure(PostgresProviderConfig.Builder builder) {
+        return builder;
+    }
+
+    @Override
+    public synchronized OrchestrationProvider createProvider() {
+        currentSchema = TestDatabase.newSchemaName("conf");
+        schemas.add(currentSchema);
+        return open(currentSchema);
+    }
+
+    @Override
+    public synchronized OrchestrationProvider createPeerProvider() {
+        if (currentSchema == null) {
+            throw new IllegalStateException("createProvider() first");
+        }
+        return open(currentSchema);
+    }
+
+    private OrchestrationProvider open(String schema) {
+        PostgresProvider p = PostgresProvider.create(configure(TestDatabase.config(schema)).build());
+        providers.add(p);
+        return p;
+    }
+
+    @Override
+    public void corruptInstanceHistory(String instance) {
+        update("UPDATE " + Identifiers.quote(currentSchema) + ".history SET event_data = '{not json' "
+                + "WHERE instance_id = ?", instance);
+    }
+
+    @Override
+    public int getMaxAttemptCount(String instance) {
+        try (Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT COALESCE(max(attempt_count), 0) FROM "
+                     + Identifiers.quote(currentSchema) + ".orchestrator_queue WHERE instance_id = ?")) {
+            ps.setString(1, instance);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private void update(String sql, String param) {
+        try (Connection c = TestDatabase.connect(); PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, param);
+            ps.executeUpdate();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        for (OrchestrationProvider p : providers) {
+            p.close();
+        }
+        providers.clear();
+        for (String s : schemas) {
+            TestDatabase.dropSchema(s);
+        }
+        schemas.clear();
+    }
+}

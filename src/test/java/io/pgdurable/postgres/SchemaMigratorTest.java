@@ -1,0 +1,221 @@
+package io.pgdurable.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.pgdurable.spi.ProviderException;
+import io.pgdurable.spi.WorkItem;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class SchemaMigratorTest {
+    private final List<String> schemas = new ArrayList<>();
+
+    private String schema() {
+        String s = TestDatabase.newSchemaName("mig");
+        schemas.add(s);
+        return s;
+    }
+
+    @AfterEach
+    void dropSchemas() {
+        schemas.forEach(TestDatabase::dropSchema);
+    }
+
+    @Test
+    void apply_all_creates_the_schema_and_records_every_migration() {
+        String schema = schema();
+        try (PostgresProvider p = PostgresProvider.create(TestDatabase.config(schema).build())) {
+            p.enqueueForOrchestrator(new WorkItem.StartOrchestration("i1", "O", "{}", "1.0.0"), null);
+        }
+        SchemaMigrator.Status status = status(schema);
+        assertTrue(status.upToDate(), status.toString());
+        assertEquals("2", status.currentVersion());
+    }
+
+    @Test
+    void eight_providers_starting_at_once_on_an_empty_schema_share_one_ledger() throws Exception {
+        String schema = schema();
+        int n = 8;
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        CountDownLatch go = new CountDownLatch(1);
+        List<Future<PostgresProvider>> started = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                started.add(pool.submit(() -> {
+                    go.await();
+                    return PostgresProvider.create(TestDatabase.config(schema).poolSize(2).build());
+                }));
+            }
+            go.countDown();
+            for (Future<PostgresProvider> f : started) {
+                f.get(60, TimeUnit.SECONDS).close();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        try (Connection c = TestDatabase.connect(); Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT version, count(*), bool_and(success) FROM "
+                     + Identifiers.quote(schema) + "." + SchemaMigrator.LEDGER_TABLE
+                     + " WHERE version IS NOT NULL GROUP BY version ORDER BY version")) {
+            List<String> versions = new ArrayList<>();
+            while (rs.next()) {
+                assertEquals(1, rs.getInt(2), "version " + rs.getString(1) + " recorded once");
+                assertTrue(rs.getBoolean(3), "version " + rs.getString(1) + " succeeded");
+                versions.add(rs.getString(1));
+            }
+            assertTrue(versions.containsAll(List.of("1", "2")), versions.toString());
+        }
+        assertNoAdvisoryLockHeld(schema);
+    }
+
+    @Test
+    void verify_only_refuses_a_missing_schema_without_creating_anything() throws SQLException {
+        String schema = schema();
+        ProviderException e = assertThrows(ProviderException.class, () -> PostgresProvider.create(
+                TestDatabase.config(schema).migrationPolicy(MigrationPolicy.VERIFY_ONLY).build()));
+        assertFalse(e.retryable());
+        assertTrue(e.getMessage().contains("missing or was never migrated"), e.getMessage());
+        assertFalse(schemaExists(schema), "VERIFY_ONLY must run no DDL");
+    }
+
+    @Test
+    void verify_only_refuses_a_schema_that_is_behind() throws SQLException {
+        String schema = schema();
+        PostgresProvider.create(TestDatabase.config(schema).build()).close();
+        execute("DELETE FROM " + Identifiers.quote(schema) + "." + SchemaMigrator.LEDGER_TABLE + " WHERE version = '2'");
+        ProviderException e = assertThrows(ProviderException.class, () -> PostgresProvider.create(
+                TestDatabase.config(schema).migrationPolicy(MigrationPolicy.VERIFY_ONLY).build()));
+        assertFalse(e.retryable());
+        assertTrue(e.getMessage().contains("is behind"), e.getMessage());
+        assertTrue(e.getMessage().contains("[2]"), e.getMessage());
+    }
+
+    @Test
+    void verify_only_refuses_a_schema_that_is_ahead() throws SQLException {
+        String schema = schema();
+        PostgresProvider.create(TestDatabase.config(schema).build()).close();
+        execute("INSERT INTO " + Identifiers.quote(schema) + "." + SchemaMigrator.LEDGER_TABLE
+                + " (installed_rank, version, description, type, script, checksum, installed_by, execution_time, success)"
+                + " VALUES (99, '99', 'from the future', 'SQL', 'V99__future.sql', 0, 'test', 0, true)");
+        ProviderException e = assertThrows(ProviderException.class, () -> PostgresProvider.create(
+                TestDatabase.config(schema).migrationPolicy(MigrationPolicy.VERIFY_ONLY).build()));
+        assertFalse(e.retryable());
+        assertTrue(e.getMessage().contains("ahead"), e.getMessage());
+    }
+
+    @Test
+    void verify_only_accepts_a_current_schema() {
+        String schema = schema();
+        PostgresProvider.create(TestDatabase.config(schema).build()).close();
+        try (PostgresProvider p = PostgresProvider.create(
+                TestDatabase.config(schema).migrationPolicy(MigrationPolicy.VERIFY_ONLY).build())) {
+            p.enqueueForOrchestrator(new WorkItem.StartOrchestration("i1", "O", "{}", "1.0.0"), null);
+            assertTrue(p.fetchOrchestrationItem(Duration.ofSeconds(5), Duration.ZERO, null).isPresent());
+        }
+    }
+
+    @Test
+    void a_failed_migration_rolls_back_and_keeps_the_database_error() throws SQLException {
+        String schema = schema();
+        PostgresProviderConfig config = TestDatabase.config(schema).build();
+        try (HikariDataSource ds = pool(config)) {
+            SchemaMigrator broken = new SchemaMigrator(ds, config, SchemaMigrator.LOCATION,
+                    "classpath:io/pgdurable/broken_migrations");
+            ProviderException e = assertThrows(ProviderException.class, broken::applyAll);
+            assertEquals("22012", e.sqlState().orElse(null), e.getMessage());
+            assertTrue(e.getMessage().contains("division by zero"), e.getMessage());
+            assertFalse(e.retryable());
+            assertEquals("2", new SchemaMigrator(ds, config).status().currentVersion(), "ledger stays at 2");
+        }
+        assertFalse(tableExists(schema, "created_before_failure"), "the failed migration's DDL rolled back");
+        assertNoAdvisoryLockHeld(schema);
+    }
+
+    @Test
+    void lock_contention_is_retried_within_the_budget_then_reported_as_retryable() throws Exception {
+        String schema = schema();
+        try (Connection holder = TestDatabase.connect(); Statement st = holder.createStatement()) {
+            st.execute("SELECT pg_advisory_lock(" + SchemaMigrator.lockKey(schema) + ")");
+            long start = System.nanoTime();
+            ProviderException e = assertThrows(ProviderException.class, () -> PostgresProvider.create(
+                    TestDatabase.config(schema).migrationLockBudget(Duration.ofMillis(800)).build()));
+            long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(e.retryable(), e.getMessage());
+            assertTrue(e.getMessage().contains("migration lock"), e.getMessage());
+            assertTrue(elapsedMs >= 800, "gave up only after the budget: " + elapsedMs + " ms");
+            assertTrue(elapsedMs < 5_000, "gave up soon after the budget: " + elapsedMs + " ms");
+            assertFalse(schemaExists(schema), "nothing was applied without the lock");
+            st.execute("SELECT pg_advisory_unlock(" + SchemaMigrator.lockKey(schema) + ")");
+        }
+        PostgresProvider.create(TestDatabase.config(schema).build()).close();
+        assertTrue(status(schema).upToDate());
+    }
+
+    private static HikariDataSource pool(PostgresProviderConfig config) {
+        HikariDataSource ds = new HikariDataSource();
+        ds.setJdbcUrl(config.jdbcUrl());
+        ds.setMaximumPoolSize(3);
+        return ds;
+    }
+
+    private static SchemaMigrator.Status status(String schema) {
+        PostgresProviderConfig config = TestDatabase.config(schema).build();
+        try (HikariDataSource ds = pool(config)) {
+            return new SchemaMigrator(ds, config).status();
+        }
+    }
+
+    private static void assertNoAdvisoryLockHeld(String schema) throws SQLException {
+        long key = SchemaMigrator.lockKey(schema);
+        try (Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                     + "AND ((classid::bigint << 32) | objid::bigint) = ?")) {
+            ps.setLong(1, key);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                assertEquals(0, rs.getInt(1), "the migration advisory lock was released");
+            }
+        }
+    }
+
+    private static boolean schemaExists(String schema) throws SQLException {
+        return exists("SELECT 1 FROM pg_namespace WHERE nspname = ?", schema);
+    }
+
+    private static boolean tableExists(String schema, String table) throws SQLException {
+        return exists("SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = '" + table + "'", schema);
+    }
+
+    private static boolean exists(String sql, String param) throws SQLException {
+        try (Connection c = TestDatabase.connect(); PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, param);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
+    private static void execute(String sql) throws SQLException {
+        try (Connection c = TestDatabase.connect(); Statement st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+}
