@@ -56,12 +56,14 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final Clock clock;
     private final Payloads payloads;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final PostgresAdmin admin;
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
         this.clock = config.clock();
         this.payloads = new Payloads(config.maxPayloadBytes());
         this.sql = new Statements(config.schema());
+        this.admin = new PostgresAdmin(this, sql, clock);
         if (config.dataSource() != null) {
             this.dataSource = config.dataSource();
             this.ownedPool = null;
@@ -688,7 +690,7 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     @Override
     public Optional<ProviderAdmin> asManagementCapability() {
-        return Optional.empty();
+        return Optional.of(admin);
     }
 
     @Override

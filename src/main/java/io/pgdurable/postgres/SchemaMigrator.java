@@ -120,7 +120,7 @@ public final class SchemaMigrator {
                 }
                 String v = i.getVersion().getVersion();
                 MigrationState state = i.getState();
-                if (state == MigrationState.PENDING) {
+                if (state == MigrationState.PENDING || state == MigrationState.IGNORED) {
                     pending.add(v);
                 } else if (state == MigrationState.FUTURE_SUCCESS || state == MigrationState.FUTURE_FAILED) {
                     unknown.add(v);

@@ -23,6 +23,18 @@ final class Statements {
     final String getCustomStatus;
     final String getKvValues;
     final String getInstanceStats;
+    final String listInstances;
+    final String listExecutions;
+    final String getInstanceInfo;
+    final String getExecutionInfo;
+    final String getSystemMetrics;
+    final String getQueueDepths;
+    final String listChildren;
+    final String getParentId;
+    final String deleteInstancesAtomic;
+    final String selectDeletableRoots;
+    final String selectPrunableInstances;
+    final String pruneExecutions;
 
     Statements(String schema) {
         String s = Identifiers.quote(schema) + ".";
@@ -43,6 +55,18 @@ final class Statements {
         getCustomStatus = "SELECT * FROM " + s + "get_custom_status(?, ?)";
         getKvValues = "SELECT * FROM " + s + "get_kv_values(?, ?)";
         getInstanceStats = "SELECT * FROM " + s + "get_instance_stats(?)";
+        listInstances = "SELECT * FROM " + s + "list_instances(?)";
+        listExecutions = "SELECT * FROM " + s + "list_executions(?)";
+        getInstanceInfo = "SELECT * FROM " + s + "get_instance_info(?)";
+        getExecutionInfo = "SELECT * FROM " + s + "get_execution_info(?, ?)";
+        getSystemMetrics = "SELECT * FROM " + s + "get_system_metrics()";
+        getQueueDepths = "SELECT * FROM " + s + "get_queue_depths(?)";
+        listChildren = "SELECT * FROM " + s + "list_children(?)";
+        getParentId = "SELECT " + s + "get_parent_id(?)";
+        deleteInstancesAtomic = "SELECT * FROM " + s + "delete_instances_atomic(?, ?)";
+        selectDeletableRoots = "SELECT * FROM " + s + "select_deletable_roots(?, ?, ?)";
+        selectPrunableInstances = "SELECT * FROM " + s + "select_prunable_instances(?, ?, ?)";
+        pruneExecutions = "SELECT * FROM " + s + "prune_executions(?, ?, ?)";
     }
 
     private static String params(int n) {
