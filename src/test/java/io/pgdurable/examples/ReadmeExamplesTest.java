@@ -1,0 +1,41 @@
+package io.pgdurable.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pgdurable.postgres.TestDatabase;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/** The README shows code that compiles and runs: the snippet in README.md must match QuickStart.java verbatim. */
+class ReadmeExamplesTest {
+
+    @Test
+    void quick_start_runs_an_orchestration_to_completion() {
+        String schema = TestDatabase.newSchemaName("readme");
+        try {
+            assertEquals("Completed", QuickStart.run(TestDatabase.url(), schema));
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
+    void readme_shows_the_quick_start_exactly_as_compiled() throws IOException {
+        List<String> source = Files.readAllLines(Path.of("src/test/java/io/pgdurable/examples/QuickStart.java"));
+        int begin = source.indexOf(source.stream().filter(l -> l.contains("README:quick-start:begin")).findFirst()
+                .orElseThrow()) + 1;
+        int end = source.indexOf(source.stream().filter(l -> l.contains("README:quick-start:end")).findFirst()
+                .orElseThrow());
+        String indent = "        ";
+        String snippet = source.subList(begin, end).stream()
+                .map(l -> l.startsWith(indent) ? l.substring(indent.length()) : l.strip())
+                .collect(Collectors.joining("\n"));
+        String readme = Files.readString(Path.of("README.md"));
+        assertTrue(readme.contains(snippet), "README.md must contain the quick start as compiled:\n" + snippet);
+    }
+}
