@@ -1,0 +1,102 @@
+package io.pgdurable.cli;
+
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.spi.ProviderException;
+import java.io.PrintWriter;
+import java.util.Arrays;
+import java.util.concurrent.Callable;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * The {@code pgdurable} command shipped in the shaded jar: {@code migrate} and {@code status}.
+ *
+ * <p>Exit codes: 0 success; 1 a {@link ProviderException} (database unreachable, migration failed, ...), printed as
+ * {@code error: <message>} on stderr with {@code (retryable)} when repeating may help; 2 a usage error. Without
+ * {@code --db} the commands run against an embedded, throw-away PostgreSQL that is stopped before exiting.
+ * URLs are always shown through {@link PostgresProviderConfig#redactUrl(String)}.
+ */
+@Command(name = "pgdurable", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+        description = "Schema tool for pgdurable, the PostgreSQL provider for durable-workflow runtimes.",
+        subcommands = {MigrateCommand.class, StatusCommand.class, CommandLine.HelpCommand.class},
+        footer = {"", "Exit codes: 0 success, 1 provider/database error, 2 usage error."})
+public final class PgDurableCli implements Callable<Integer> {
+    static final String VERSION = "pgdurable 0.1.0";
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        throw new ParameterException(spec.commandLine(), "Missing required subcommand (migrate or status)");
+    }
+
+    public static void main(String[] args) {
+        configureLogging(args);
+        System.exit(new CommandLine(new PgDurableCli()).execute(args));
+    }
+
+    /** Runs the command line in-process with the given streams and returns its exit code (used by tests). */
+    public static int run(PrintWriter out, PrintWriter err, String... args) {
+        CommandLine cl = new CommandLine(new PgDurableCli());
+        cl.setOut(out);
+        cl.setErr(err);
+        try {
+            return cl.execute(args);
+        } finally {
+            out.flush();
+            err.flush();
+        }
+    }
+
+    /**
+     * Keeps the libraries' INFO chatter (pool start, Flyway, initdb of the embedded server) off the terminal unless
+     * {@code --verbose} is given: the commands report what matters themselves. Errors are reported by the commands
+     * too, so the pool's own stack traces are silenced. Explicit {@code -D} settings win.
+     */
+    private static void configureLogging(String[] args) {
+        boolean verbose = Arrays.asList(args).contains("--verbose") || Arrays.asList(args).contains("-v");
+        setDefault("org.slf4j.simpleLogger.defaultLogLevel", verbose ? "info" : "warn");
+        setDefault("org.slf4j.simpleLogger.log.com.zaxxer.hikari", verbose ? "info" : "off");
+        setDefault("org.slf4j.simpleLogger.log.org.flywaydb", verbose ? "info" : "error");
+    }
+
+    private static void setDefault(String property, String value) {
+        if (System.getProperty(property) == null) {
+            System.setProperty(property, value);
+        }
+    }
+
+    /** Prints a provider failure the one way the CLI does it and returns exit code 1. */
+    static int fail(PrintWriter err, ProviderException e) {
+        err.println("error: " + redact(e.getMessage()) + (e.retryable() ? " (retryable)" : ""));
+        err.flush();
+        return 1;
+    }
+
+    private static final Pattern JDBC_URL = Pattern.compile("jdbc:[^\\s'\"]+?(?=[:;,.]?(?:[\\s'\"]|$))");
+    private static final Pattern PASSWORD = Pattern.compile("(?i)(password=)(?!\\*\\*\\*)[^&;\\s'\"]*");
+
+    /**
+     * Any text that might carry a URL (a driver or pool message), with passwords replaced: every JDBC URL in it goes
+     * through {@link PostgresProviderConfig#redactUrl(String)}, then any remaining {@code password=} value is
+     * masked. The rest of the text is kept.
+     */
+    static String redact(String text) {
+        if (text == null) {
+            return "";
+        }
+        Matcher m = JDBC_URL.matcher(text);
+        StringBuilder sb = new StringBuilder(text.length());
+        while (m.find()) {
+            m.appendReplacement(sb, Matcher.quoteReplacement(PostgresProviderConfig.redactUrl(m.group())));
+        }
+        m.appendTail(sb);
+        return PASSWORD.matcher(sb).replaceAll("$1***");
+    }
+}

@@ -1,0 +1,154 @@
+package io.pgdurable.cli;
+
+import io.pgdurable.internal.Json;
+import io.pgdurable.postgres.MigrationPolicy;
+import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.SchemaMigrator;
+import io.pgdurable.spi.ProviderAdmin;
+import io.pgdurable.spi.ProviderException;
+import java.io.PrintWriter;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import javax.sql.DataSource;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code pgdurable status}: where a schema stands and how deep its queues are. Read-only: it runs no DDL, so it
+ * also works on a schema that does not exist yet.
+ */
+@Command(name = "status", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+        description = "Show the schema version, pending migrations and queue depths. Runs no DDL.")
+final class StatusCommand implements Callable<Integer> {
+    private static final int POOL_SIZE = 2;
+    static final String EMBEDDED_HINT = "embedded database is empty: run `migrate` against a real --db";
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    DatabaseOptions options;
+
+    @Option(names = "--json", description = "Print one JSON object on stdout instead of text (notices go to "
+            + "stderr).")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        options.validate(spec);
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        // With --json stdout carries exactly one JSON object, so notices go to stderr.
+        PrintWriter notices = json ? err : out;
+        try (Database db = Database.open(options, notices, err)) {
+            DataSource ds = db.pool(POOL_SIZE);
+            PostgresProviderConfig config = PostgresProviderConfig.builder()
+                    .dataSource(ds)
+                    .schema(options.schema)
+                    .migrationPolicy(MigrationPolicy.VERIFY_ONLY)
+                    .build();
+            SchemaMigrator.Status status = new SchemaMigrator(ds, config).status();
+            Depths depths = depths(status, config);
+            if (json) {
+                out.println(Json.write(toJson(db, status, depths)));
+            } else {
+                printText(out, db, status, depths);
+            }
+            if (db.embedded()) {
+                notices.println(EMBEDDED_HINT);
+            }
+            out.flush();
+            notices.flush();
+            return 0;
+        } catch (ProviderException e) {
+            return PgDurableCli.fail(err, e);
+        }
+    }
+
+    /** Queue depths, or why there are none: they are read through the provider only on an up-to-date schema. */
+    private record Depths(ProviderAdmin.QueueDepths depths, String unavailable) {}
+
+    private static Depths depths(SchemaMigrator.Status status, PostgresProviderConfig config) {
+        if (!status.ledgerExists()) {
+            return new Depths(null, "schema not migrated");
+        }
+        if (!status.upToDate()) {
+            return new Depths(null, "schema not at this tool's version");
+        }
+        // VERIFY_ONLY: the provider checks the schema and runs no DDL; it borrows the command's pool.
+        try (PostgresProvider provider = PostgresProvider.create(config)) {
+            Optional<ProviderAdmin> admin = provider.asManagementCapability();
+            if (admin.isEmpty()) {
+                return new Depths(null, "the provider offers no management capability");
+            }
+            return new Depths(admin.get().getQueueDepths(), null);
+        }
+    }
+
+    private static String state(SchemaMigrator.Status s) {
+        if (!s.ledgerExists()) {
+            return "missing or not migrated (no pgdurable migration ledger)";
+        }
+        if (!s.failed().isEmpty()) {
+            return "has failed migrations: repair it before use";
+        }
+        if (!s.unknownApplied().isEmpty()) {
+            return "ahead of this tool (" + PgDurableCli.VERSION + "): upgrade pgdurable";
+        }
+        if (!s.pending().isEmpty()) {
+            return "behind: " + s.pending().size() + " pending migration(s); run `migrate`";
+        }
+        return "up to date";
+    }
+
+    private static void printText(PrintWriter out, Database db, SchemaMigrator.Status s, Depths d) {
+        out.println("database:     " + db.displayUrl() + (db.embedded() ? " (embedded, throw-away)" : ""));
+        out.println("schema:       " + s.schema() + ": " + state(s));
+        out.println("version:      " + Text.version(s));
+        out.println("pending:      " + Text.list(s.pending()) + (!s.ledgerExists() && !s.pending().isEmpty()
+                ? " (all)" : ""));
+        if (!s.unknownApplied().isEmpty()) {
+            out.println("ahead:        " + Text.list(s.unknownApplied()) + " (applied, unknown to this tool)");
+        }
+        if (!s.failed().isEmpty()) {
+            out.println("failed:       " + Text.list(s.failed()));
+        }
+        if (d.depths() != null) {
+            out.println("queue depths: orchestrator " + d.depths().orchestratorQueue() + ", worker "
+                    + d.depths().workerQueue());
+        } else {
+            out.println("queue depths: n/a (" + d.unavailable() + ")");
+        }
+    }
+
+    private static Map<String, Object> toJson(Database db, SchemaMigrator.Status s, Depths d) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("tool", PgDurableCli.VERSION);
+        m.put("database", db.displayUrl());
+        m.put("embedded", db.embedded());
+        m.put("schema", s.schema());
+        m.put("migrated", s.ledgerExists());
+        m.put("upToDate", s.upToDate());
+        m.put("state", state(s));
+        m.put("currentVersion", s.currentVersion());
+        m.put("pending", s.pending());
+        m.put("unknownApplied", s.unknownApplied());
+        m.put("failed", s.failed());
+        if (d.depths() != null) {
+            Map<String, Object> depths = new LinkedHashMap<>();
+            depths.put("orchestrator", d.depths().orchestratorQueue());
+            depths.put("worker", d.depths().workerQueue());
+            m.put("queueDepths", depths);
+        } else {
+            m.put("queueDepths", null);
+            m.put("queueDepthsUnavailable", d.unavailable());
+        }
+        return m;
+    }
+}

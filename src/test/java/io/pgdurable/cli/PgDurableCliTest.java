@@ -1,0 +1,225 @@
+package io.pgdurable.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pgdurable.internal.Json;
+import io.pgdurable.postgres.Identifiers;
+import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.WorkItem;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Runs the CLI in-process against the test database, each test in schemas of its own. */
+class PgDurableCliTest {
+    private final List<String> schemas = new ArrayList<>();
+
+    /** One CLI invocation's exit code and captured streams. */
+    record Result(int code, String out, String err) {
+        String all() {
+            return out + err;
+        }
+    }
+
+    static Result cli(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = PgDurableCli.run(new PrintWriter(out), new PrintWriter(err), args);
+        return new Result(code, out.toString(), err.toString());
+    }
+
+    private String schema() {
+        String s = TestDatabase.newSchemaName("cli");
+        schemas.add(s);
+        return s;
+    }
+
+    @AfterEach
+    void dropSchemas() {
+        schemas.forEach(TestDatabase::dropSchema);
+    }
+
+    private static boolean schemaExists(String schema) throws SQLException {
+        try (Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM pg_namespace WHERE nspname = ?")) {
+            ps.setString(1, schema);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1) == 1;
+            }
+        }
+    }
+
+    /** The newest successfully applied version, read from the ledger directly. */
+    private static String ledgerVersion(String schema) throws SQLException {
+        try (Connection c = TestDatabase.connect(); Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT version FROM " + Identifiers.quote(schema)
+                     + ".pgdurable_schema_history WHERE success AND version IS NOT NULL "
+                     + "ORDER BY installed_rank DESC LIMIT 1")) {
+            assertTrue(rs.next(), "ledger of " + schema + " is empty");
+            return rs.getString(1);
+        }
+    }
+
+    @Test
+    void status_on_a_missing_schema_reports_it_and_runs_no_ddl() throws Exception {
+        String schema = schema();
+        Result r = cli("status", "--db", TestDatabase.url(), "--schema", schema);
+        assertEquals(0, r.code(), r.all());
+        assertTrue(r.out().contains("schema:       " + schema + ": missing or not migrated"), r.out());
+        assertTrue(r.out().contains("version:      none"), r.out());
+        assertTrue(r.out().contains("pending:      1, "), r.out());
+        assertTrue(r.out().contains("(all)"), r.out());
+        assertTrue(r.out().contains("queue depths: n/a"), r.out());
+        assertFalse(r.out().contains("embedded"), r.out());
+        assertEquals("", r.err());
+
+        Result j = cli("status", "--json", "--db", TestDatabase.url(), "--schema", schema);
+        assertEquals(0, j.code(), j.all());
+        Map<String, Object> json = Json.parseObject(j.out().trim());
+        assertEquals(schema, json.get("schema"));
+        assertEquals(false, json.get("migrated"));
+        assertEquals(false, json.get("upToDate"));
+        assertNull(json.get("currentVersion"));
+        assertTrue(json.containsKey("queueDepths"));
+        assertNull(json.get("queueDepths"));
+        assertEquals("1", ((List<?>) json.get("pending")).get(0));
+
+        assertFalse(schemaExists(schema), "status must not create the schema");
+    }
+
+    @Test
+    void migrate_then_status_shows_an_up_to_date_schema_with_empty_queues() throws Exception {
+        String schema = schema();
+        Result m = cli("migrate", "--db", TestDatabase.url(), "--schema", schema);
+        assertEquals(0, m.code(), m.all());
+        String version = ledgerVersion(schema);
+        assertTrue(m.out().contains("applied "), m.out());
+        assertTrue(m.out().contains("migration(s): 1, "), m.out());
+        assertTrue(m.out().contains("schema " + schema + " is at version " + version + " (up to date)"), m.out());
+
+        Result again = cli("migrate", "--db", TestDatabase.url(), "--schema", schema);
+        assertEquals(0, again.code(), again.all());
+        assertTrue(again.out().contains("nothing to apply"), again.out());
+        assertEquals(version, ledgerVersion(schema));
+
+        Result s = cli("status", "--db", TestDatabase.url(), "--schema", schema);
+        assertEquals(0, s.code(), s.all());
+        assertTrue(s.out().contains(schema + ": up to date"), s.out());
+        assertTrue(s.out().contains("version:      " + version + "\n"), s.out());
+        assertTrue(s.out().contains("pending:      none"), s.out());
+        assertTrue(s.out().contains("queue depths: orchestrator 0, worker 0"), s.out());
+
+        Result j = cli("status", "--json", "--db", TestDatabase.url(), "--schema", schema);
+        assertEquals(0, j.code(), j.all());
+        Map<String, Object> json = Json.parseObject(j.out().trim());
+        assertEquals(true, json.get("migrated"));
+        assertEquals(true, json.get("upToDate"));
+        assertEquals(version, json.get("currentVersion"));
+        assertEquals(List.of(), json.get("pending"));
+        @SuppressWarnings("unchecked")
+        Map<String, Object> depths = (Map<String, Object>) json.get("queueDepths");
+        assertNotNull(depths, j.out());
+        assertEquals(0L, depths.get("orchestrator"));
+        assertEquals(0L, depths.get("worker"));
+    }
+
+    @Test
+    void status_counts_queued_messages() {
+        String schema = schema();
+        assertEquals(0, cli("migrate", "--db", TestDatabase.url(), "--schema", schema).code());
+        try (PostgresProvider p = PostgresProvider.create(TestDatabase.config(schema).build())) {
+            p.enqueueForOrchestrator(new WorkItem.StartOrchestration("i1", "O", "{}", "1.0.0"), null);
+            p.enqueueForOrchestrator(new WorkItem.StartOrchestration("i2", "O", "{}", "1.0.0"), null);
+            p.enqueueForWorker(new WorkItem.ActivityExecute("i1", 1, 1, "A", "{}"));
+        }
+        Result s = cli("status", "--db", TestDatabase.url(), "--schema", schema);
+        assertEquals(0, s.code(), s.all());
+        assertTrue(s.out().contains("queue depths: orchestrator 2, worker 1"), s.out());
+    }
+
+    @Test
+    void an_unreachable_database_exits_1_with_a_clear_message_and_no_password() {
+        // Port 1 refuses connections at once; the password must never be echoed.
+        String url = "jdbc:postgresql://127.0.0.1:1/test?user=postgres&password=secret";
+        for (String command : List.of("status", "migrate")) {
+            Result r = cli(command, "--db", url, "--schema", "cli_unreachable");
+            assertEquals(1, r.code(), command + ": " + r.all());
+            assertTrue(r.err().startsWith("error: connect: cannot connect to "), command + ": " + r.err());
+            assertTrue(r.err().contains("127.0.0.1:1"), r.err());
+            assertTrue(r.err().contains("refused"), "the driver's reason is kept: " + r.err());
+            assertTrue(r.err().contains("password=***"), r.err());
+            assertTrue(r.err().trim().endsWith("(retryable)"), r.err());
+            assertFalse(r.all().contains("secret"), r.all());
+        }
+    }
+
+    @Test
+    void redaction_masks_passwords_and_keeps_the_rest_of_a_message() {
+        assertEquals("cannot connect to jdbc:postgresql://h:5/db?user=u&password=***&ssl=true: Connection refused.",
+                PgDurableCli.redact("cannot connect to jdbc:postgresql://h:5/db?user=u&password=secret&ssl=true: "
+                        + "Connection refused."));
+        assertEquals("at jdbc:postgresql://h/db?password=***: refused; other password=*** here",
+                PgDurableCli.redact("at jdbc:postgresql://h/db?password=secret: refused; other password=secret here"));
+        assertEquals("url 'jdbc:postgresql://u:***@h/db' rejected",
+                PgDurableCli.redact("url 'jdbc:postgresql://u:secret@h/db' rejected"));
+    }
+
+    @Test
+    void a_url_that_is_not_postgresql_is_a_usage_error_without_the_password() {
+        Result r = cli("status", "--db", "jdbc:mysql://localhost/x?password=secret");
+        assertEquals(2, r.code(), r.all());
+        assertTrue(r.err().contains("jdbcUrl must start with 'jdbc:postgresql:'"), r.err());
+        assertFalse(r.all().contains("secret"), r.all());
+    }
+
+    @Test
+    void usage_errors_exit_2() {
+        Result unknownOption = cli("status", "--no-such-option");
+        assertEquals(2, unknownOption.code(), unknownOption.all());
+        assertTrue(unknownOption.err().contains("Unknown option: '--no-such-option'"), unknownOption.err());
+        assertTrue(unknownOption.err().contains("Usage: pgdurable status"), unknownOption.err());
+
+        Result unknownCommand = cli("frobnicate");
+        assertEquals(2, unknownCommand.code(), unknownCommand.all());
+
+        Result none = cli();
+        assertEquals(2, none.code(), none.all());
+        assertTrue(none.err().contains("Missing required subcommand"), none.err());
+
+        Result badSchema = cli("migrate", "--db", TestDatabase.url(), "--schema", "no such; schema");
+        assertEquals(2, badSchema.code(), badSchema.all());
+        assertTrue(badSchema.err().contains("schema"), badSchema.err());
+    }
+
+    @Test
+    void help_and_version() {
+        Result version = cli("--version");
+        assertEquals(0, version.code(), version.all());
+        assertEquals("pgdurable 0.1.0", version.out().trim());
+
+        Result help = cli("--help");
+        assertEquals(0, help.code(), help.all());
+        assertTrue(help.out().contains("migrate"), help.out());
+        assertTrue(help.out().contains("status"), help.out());
+
+        Result statusHelp = cli("status", "--help");
+        assertEquals(0, statusHelp.code(), statusHelp.all());
+        assertTrue(statusHelp.out().contains("--json"), statusHelp.out());
+        assertTrue(statusHelp.out().contains("--db=JDBC_URL"), statusHelp.out());
+    }
+}
