@@ -37,6 +37,7 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
+import org.postgresql.ds.PGSimpleDataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,7 +73,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             this.dataSource = ownedPool;
         }
         try {
-            SchemaMigrator migrator = new SchemaMigrator(dataSource, config);
+            SchemaMigrator migrator = new SchemaMigrator(migrationSource(config), config);
             if (config.migrationPolicy() == MigrationPolicy.APPLY_ALL) {
                 migrator.applyAll();
             } else {
@@ -87,6 +88,26 @@ public final class PostgresProvider implements OrchestrationProvider {
     /** Connects, migrates or verifies the schema according to the configuration, and returns a ready provider. */
     public static PostgresProvider create(PostgresProviderConfig config) {
         return new PostgresProvider(config);
+    }
+
+    /**
+     * Migrations hold one connection for the advisory lock while Flyway works on others, so they do not borrow from
+     * the provider's pool (a pool of one would deadlock); with a URL they open short-lived connections of their own.
+     */
+    private static DataSource migrationSource(PostgresProviderConfig config) {
+        if (config.dataSource() != null) {
+            return config.dataSource();
+        }
+        PGSimpleDataSource direct = new PGSimpleDataSource();
+        direct.setURL(config.jdbcUrl());
+        if (config.username() != null) {
+            direct.setUser(config.username());
+        }
+        if (config.password() != null) {
+            direct.setPassword(config.password());
+        }
+        direct.setApplicationName("pgdurable-migrate");
+        return direct;
     }
 
     private static HikariDataSource openPool(PostgresProviderConfig config) {

@@ -260,22 +260,26 @@ public final class SchemaMigrator {
         }
     }
 
+    private static String oneLine(String text) {
+        return text == null ? "" : text.replaceAll("\\s+", " ").trim();
+    }
+
     private ProviderException translate(FlywayException e) {
         Throwable cause = e;
         while (cause != null) {
             if (cause instanceof FlywaySqlException fs) {
                 return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: "
-                        + fs.getMessage().trim() + " [SQLSTATE " + fs.getSqlState() + "]",
+                        + oneLine(fs.getMessage()) + " [SQLSTATE " + fs.getSqlState() + "]",
                         SqlErrors.isRetryable(new SQLException(), fs.getSqlState()), fs.getSqlState(), e);
             }
             if (cause instanceof SQLException sql) {
                 ProviderException p = SqlErrors.translate(OPERATION, sql);
                 return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: "
-                        + e.getMessage().trim(), p.retryable(), sql.getSQLState(), e);
+                        + oneLine(e.getMessage()), p.retryable(), sql.getSQLState(), e);
             }
             cause = cause.getCause();
         }
-        return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: " + e.getMessage().trim(),
+        return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: " + oneLine(e.getMessage()),
                 false, null, e);
     }
 }
