@@ -31,13 +31,13 @@ BEGIN
            AND q.instance_id <> ALL (v_skipped)
            AND NOT EXISTS (SELECT 1 FROM ${schema}.instance_locks l
                             WHERE l.instance_id = q.instance_id AND l.locked_until_ms > p_now)
-           AND (p_min_version IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM ${schema}.instances i
-                      JOIN ${schema}.executions e
-                        ON e.instance_id = i.instance_id AND e.execution_id = i.current_execution_id
-                     WHERE i.instance_id = q.instance_id
-                       AND e.pinned_version IS NOT NULL
-                       AND e.pinned_version NOT BETWEEN p_min_version AND p_max_version))
+           -- A correlated scalar lookup per candidate (two primary-key probes), never a scan of all executions.
+           AND (p_min_version IS NULL OR COALESCE(
+                    (SELECT e.pinned_version FROM ${schema}.instances i
+                       JOIN ${schema}.executions e
+                         ON e.instance_id = i.instance_id AND e.execution_id = i.current_execution_id
+                      WHERE i.instance_id = q.instance_id),
+                    p_min_version) BETWEEN p_min_version AND p_max_version)
          ORDER BY q.visible_at_ms, q.id
          LIMIT 1;
         IF NOT FOUND THEN
