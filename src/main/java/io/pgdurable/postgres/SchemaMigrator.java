@@ -77,6 +77,50 @@ public final class SchemaMigrator {
         }
     }
 
+    /**
+     * Enables the schema's notify triggers (schema-wide: every provider on the schema now pays the notification
+     * cost and every long-polling provider can rely on it). DDL, so it runs under the migration lock.
+     */
+    public void activate() {
+        setNotifyTriggers(true);
+    }
+
+    /** Disables the notify triggers for every provider of the schema. */
+    public void deactivate() {
+        setNotifyTriggers(false);
+    }
+
+    private void setNotifyTriggers(boolean enabled) {
+        Connection lockConnection = acquireLockConnection();
+        boolean released = false;
+        try {
+            try (PreparedStatement ps = lockConnection.prepareStatement(
+                    "SELECT " + Identifiers.quote(schema) + ".set_notify_triggers(?)")) {
+                ps.setBoolean(1, enabled);
+                ps.execute();
+            }
+            released = unlock(lockConnection);
+            LOG.info("pgdurable: notify triggers of schema {} {}", schema, enabled ? "enabled" : "disabled");
+        } catch (SQLException e) {
+            throw SqlErrors.translate(enabled ? "activate" : "deactivate", e);
+        } finally {
+            finish(lockConnection, released);
+        }
+    }
+
+    /** Whether long polling was activated on the schema: all notify triggers enabled. Reads only. */
+    public boolean activated() {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement(
+                     "SELECT enabled, total FROM " + Identifiers.quote(schema) + ".notify_trigger_state()");
+             ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(2) > 0 && rs.getInt(1) == rs.getInt(2);
+        } catch (SQLException e) {
+            throw SqlErrors.translate("status", e);
+        }
+    }
+
     /** Fails with a permanent error unless the schema is exactly at this library's version. Runs no DDL. */
     public void verify() {
         Status s = status();
@@ -158,7 +202,8 @@ public final class SchemaMigrator {
                 .createSchemas(true)
                 .table(LEDGER_TABLE)
                 .locations(locations)
-                .placeholders(Map.of("schema", Identifiers.quote(schema)))
+                .placeholders(Map.of("schema", Identifiers.quote(schema), "schema_name", schema,
+                        "channel", io.pgdurable.longpoll.NotifyChannel.forSchema(schema)))
                 .validateMigrationNaming(true)
                 .cleanDisabled(true)
                 .loggers("slf4j");

@@ -1,0 +1,32 @@
+package io.pgdurable.longpoll;
+
+import java.time.Duration;
+
+/**
+ * Observable moments of the long-poll machinery, so tests (and metrics) wait on events instead of sleeping.
+ * Every method has a no-op default; implementations must return quickly and never throw.
+ */
+public interface LongPollSignals {
+    LongPollSignals NONE = new LongPollSignals() {};
+
+    /** LISTEN is active on a fresh connection ({@code reconnect}: not the first one). */
+    default void listening(boolean reconnect) {}
+
+    /** The listener connection was found dead. */
+    default void connectionLost(Throwable cause) {}
+
+    /** The next connection attempt waits {@code delay} after {@code failures} consecutive failures. */
+    default void backoff(int failures, Duration delay) {}
+
+    /** A notification arrived (before routing). */
+    default void notification(String payload) {}
+
+    /** A timer scan ended; {@code timedOut} when the server cancelled it (lock or statement timeout). */
+    default void scanFinished(boolean timedOut) {}
+
+    /** The one-second fallback probe ran. */
+    default void fallbackPoll() {}
+
+    /** A parked fetch was woken (queue "orchestrator" or "worker"). */
+    default void waiterWoken(String queue) {}
+}
