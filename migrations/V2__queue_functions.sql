@@ -346,6 +346,20 @@ BEGIN
         END IF;
 
         IF v_session IS NOT NULL THEN
+            -- Claims within one session are serialised, and a claimer that sees an older claimable item of the
+            -- session (another fetcher is taking it right now) leaves the session alone: its items go out oldest
+            -- first even when owners race for it.
+            PERFORM pg_advisory_xact_lock(hashtext('${schema}:session'), hashtext(v_session));
+            IF EXISTS (SELECT 1 FROM ${schema}.worker_queue o
+                        WHERE o.session_id = v_session AND o.id < v_id AND o.visible_at_ms <= p_now
+                          AND (o.lock_token IS NULL OR o.locked_until_ms <= p_now)
+                          AND CASE p_tag_mode WHEN 0 THEN o.tag IS NULL
+                                              WHEN 1 THEN o.tag = ANY (p_tags)
+                                              WHEN 2 THEN o.tag IS NULL OR o.tag = ANY (p_tags)
+                                              ELSE TRUE END) THEN
+                v_lost := v_lost || v_session;
+                CONTINUE;
+            END IF;
             INSERT INTO ${schema}.sessions AS s (session_id, worker_id, locked_until_ms, last_activity_at_ms)
             VALUES (v_session, p_owner, p_now + p_session_lock_ms, p_now)
             ON CONFLICT (session_id) DO UPDATE

@@ -3,7 +3,7 @@
 -- statement sends at most one notification per table, never one per row, and nothing when no row qualifies.
 --
 -- Payload (text, far below the 8 KB limit), fields separated by '|':
---   o|<at_ms>|<n>                      orchestrator: n messages claimable from at_ms (n = 0: a lease ends at at_ms)
+--   o|<at_ms>|<n>                      orchestrator: n instances claimable from at_ms (n = 0: a lease ends at at_ms)
 --   w|<at_ms>|<n>|<u>|<tags>|<s>       worker: u = 1 if untagged items, tags = up to 5 tags or '*', s = 1 if
 --                                      session-bound items; n = 0: leases end at at_ms
 --   s|<at_ms>                          a session lease ends at at_ms (its items become claimable by others)
@@ -26,7 +26,7 @@ DECLARE
     v_at BIGINT;
     v_n  BIGINT;
 BEGIN
-    SELECT min(r.visible_at_ms), count(*) INTO v_at, v_n FROM new_rows r;
+    SELECT min(r.visible_at_ms), count(DISTINCT r.instance_id) INTO v_at, v_n FROM new_rows r;
     IF v_n > 0 THEN
         PERFORM pg_notify('${channel}', 'o|' || v_at || '|' || v_n);
     END IF;
@@ -42,7 +42,7 @@ DECLARE
     v_at BIGINT;
     v_n  BIGINT;
 BEGIN
-    SELECT min(n.visible_at_ms), count(*) INTO v_at, v_n
+    SELECT min(n.visible_at_ms), count(DISTINCT n.instance_id) INTO v_at, v_n
       FROM new_rows n JOIN old_rows o ON o.id = n.id
      WHERE n.lock_token IS NULL AND (o.lock_token IS NOT NULL OR o.visible_at_ms <> n.visible_at_ms);
     IF v_n > 0 THEN
@@ -78,7 +78,7 @@ DECLARE
     v_at BIGINT;
     v_n  BIGINT;
 BEGIN
-    SELECT min(q.visible_at_ms), count(*) INTO v_at, v_n
+    SELECT min(q.visible_at_ms), count(DISTINCT q.instance_id) INTO v_at, v_n
       FROM old_rows o
       JOIN ${schema}.orchestrator_queue q
         ON q.instance_id = o.instance_id AND q.lock_token IS DISTINCT FROM o.lock_token;

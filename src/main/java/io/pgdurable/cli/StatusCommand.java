@@ -72,22 +72,23 @@ final class StatusCommand implements Callable<Integer> {
     }
 
     /** Queue depths, or why there are none: they are read through the provider only on an up-to-date schema. */
-    private record Depths(ProviderAdmin.QueueDepths depths, String unavailable) {}
+    private record Depths(ProviderAdmin.QueueDepths depths, String unavailable, Boolean activated) {}
 
     private static Depths depths(SchemaMigrator.Status status, PostgresProviderConfig config) {
         if (!status.ledgerExists()) {
-            return new Depths(null, "schema not migrated");
+            return new Depths(null, "schema not migrated", null);
         }
         if (!status.upToDate()) {
-            return new Depths(null, "schema not at this tool's version");
+            return new Depths(null, "schema not at this tool's version", null);
         }
         // VERIFY_ONLY: the provider checks the schema and runs no DDL; it borrows the command's pool.
+        boolean activated = new SchemaMigrator(config.dataSource(), config).activated();
         try (PostgresProvider provider = PostgresProvider.create(config)) {
             Optional<ProviderAdmin> admin = provider.asManagementCapability();
             if (admin.isEmpty()) {
-                return new Depths(null, "the provider offers no management capability");
+                return new Depths(null, "the provider offers no management capability", activated);
             }
-            return new Depths(admin.get().getQueueDepths(), null);
+            return new Depths(admin.get().getQueueDepths(), null, activated);
         }
     }
 
@@ -119,6 +120,10 @@ final class StatusCommand implements Callable<Integer> {
         if (!s.failed().isEmpty()) {
             out.println("failed:       " + Text.list(s.failed()));
         }
+        if (d.activated() != null) {
+            out.println("long polling: " + (d.activated() ? "activated (notify triggers enabled)"
+                    : "not activated (run `activate` to enable LISTEN/NOTIFY long polling)"));
+        }
         if (d.depths() != null) {
             out.println("queue depths: orchestrator " + d.depths().orchestratorQueue() + ", worker "
                     + d.depths().workerQueue());
@@ -140,6 +145,7 @@ final class StatusCommand implements Callable<Integer> {
         m.put("pending", s.pending());
         m.put("unknownApplied", s.unknownApplied());
         m.put("failed", s.failed());
+        m.put("longPollingActivated", d.activated());
         if (d.depths() != null) {
             Map<String, Object> depths = new LinkedHashMap<>();
             depths.put("orchestrator", d.depths().orchestratorQueue());

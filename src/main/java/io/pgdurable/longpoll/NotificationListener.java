@@ -19,7 +19,11 @@ public interface NotificationListener {
 
     /** The life of one connection. */
     interface Session extends AutoCloseable {
-        /** Closes the connection; returns within about a second even when the socket is wedged. Idempotent. */
+        /**
+         * Closes the connection; returns within about a second even when the socket is wedged (a driver call that
+         * does not end in time is abandoned on a daemon thread). Idempotent. A closed session reports nothing more:
+         * closing is not a loss.
+         */
         @Override
         void close();
     }
@@ -28,7 +32,10 @@ public interface NotificationListener {
     interface Events {
         void notification(String payload);
 
-        /** The connection is dead (error, closed by the server, failed heartbeat). Called at most once per session. */
+        /**
+         * The connection is dead (error, closed by the server, failed heartbeat). Called at most once per session,
+         * only for a session {@code open} returned (possibly before it returned), and never after its close began.
+         */
         void lost(Throwable cause);
     }
 }

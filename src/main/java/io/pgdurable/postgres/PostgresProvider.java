@@ -36,7 +36,17 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
+import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.longpoll.NotificationListener;
+import io.pgdurable.longpoll.NotifyChannel;
+import io.pgdurable.longpoll.PgjdbcListener;
+import io.pgdurable.longpoll.PgjdbcNgListener;
+import io.pgdurable.longpoll.QueueKind;
+import io.pgdurable.longpoll.Route;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -58,6 +68,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final Payloads payloads;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final PostgresAdmin admin;
+    private final LongPoller longPoller;
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
@@ -72,17 +83,61 @@ public final class PostgresProvider implements OrchestrationProvider {
             this.ownedPool = openPool(config);
             this.dataSource = ownedPool;
         }
+        LongPoller poller = null;
         try {
             SchemaMigrator migrator = new SchemaMigrator(migrationSource(config), config);
             if (config.migrationPolicy() == MigrationPolicy.APPLY_ALL) {
                 migrator.applyAll();
+                if (config.longPolling() && !migrator.activated()) {
+                    migrator.activate();
+                }
             } else {
                 migrator.verify();
+                if (config.longPolling() && !migrator.activated()) {
+                    throw ProviderException.permanent("verify", "long polling is on but schema '" + config.schema()
+                            + "' was never activated (its notify triggers are disabled) and VERIFY_ONLY runs no "
+                            + "DDL; run `pgdurable activate` or start one provider with APPLY_ALL and long polling");
+                }
+            }
+            if (config.longPolling()) {
+                poller = new LongPoller(new LongPoller.Settings(config.fallbackPollInterval(),
+                        config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
+                        config.heartbeatInterval(), config.maxTrackedDeadlines()), clock,
+                        new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()), listener(config),
+                        NotifyChannel.forSchema(config.schema()), config.longPollSignals());
+                poller.start();
             }
         } catch (RuntimeException e) {
-            close();
+            if (poller != null) {
+                poller.close();
+            }
+            closed.set(true);
+            if (ownedPool != null) {
+                ownedPool.close();
+            }
             throw e;
         }
+        this.longPoller = poller;
+    }
+
+    private static NotificationListener listener(PostgresProviderConfig config) {
+        String url = withCredentials(config.effectiveListenerUrl(), config.username(), config.password());
+        return config.listenerDriver() == PostgresProviderConfig.ListenerDriver.PGJDBC
+                ? new PgjdbcListener(url) : new PgjdbcNgListener(url);
+    }
+
+    /** Credentials configured beside the URL travel inside it for the listener's own connection. */
+    private static String withCredentials(String url, String user, String password) {
+        StringBuilder sb = new StringBuilder(url);
+        char sep = url.contains("?") ? '&' : '?';
+        if (user != null && !url.contains("user=")) {
+            sb.append(sep).append("user=").append(URLEncoder.encode(user, StandardCharsets.UTF_8));
+            sep = '&';
+        }
+        if (password != null && !url.contains("password=")) {
+            sb.append(sep).append("password=").append(URLEncoder.encode(password, StandardCharsets.UTF_8));
+        }
+        return sb.toString();
     }
 
     /** Connects, migrates or verifies the schema according to the configuration, and returns a ready provider. */
@@ -166,11 +221,17 @@ public final class PostgresProvider implements OrchestrationProvider {
             minVersion = range.min().packed();
             maxVersion = range.max().packed();
         }
-        String token = newToken();
-        long now = clock.millis();
         Long min = minVersion;
         Long max = maxVersion;
-        Optional<FetchedOrchestration> fetched = call(op, c -> {
+        Supplier<Optional<FetchedOrchestration>> claim = () -> claimOrchestration(op, lockMs, min, max);
+        return longPoller == null ? claim.get()
+                : longPoller.fetch(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, pollTimeout, op, claim);
+    }
+
+    private Optional<FetchedOrchestration> claimOrchestration(String op, long lockMs, Long min, Long max) {
+        String token = newToken();
+        long now = clock.millis();
+        return call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.fetchOrchestrationItem)) {
                 ps.setLong(1, now);
                 ps.setLong(2, lockMs);
@@ -186,7 +247,6 @@ public final class PostgresProvider implements OrchestrationProvider {
                 }
             }
         });
-        return fetched;
     }
 
     private FetchedOrchestration readOrchestration(ResultSet rs, String token) throws SQLException {
@@ -493,6 +553,13 @@ public final class PostgresProvider implements OrchestrationProvider {
             mode = 3;
             tags = new String[0];
         }
+        Supplier<Optional<FetchedWorkItem>> claim = () -> claimWorkItem(op, lockMs, session, mode, tags);
+        return longPoller == null ? claim.get()
+                : longPoller.fetch(QueueKind.WORKER, Route.worker(tagFilter, session != null), pollTimeout, op, claim);
+    }
+
+    private Optional<FetchedWorkItem> claimWorkItem(String op, long lockMs, SessionFetchConfig session, int mode,
+                                                    String[] tags) {
         String token = newToken();
         long now = clock.millis();
         return call(op, c -> {
@@ -716,9 +783,20 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true) && ownedPool != null) {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        if (longPoller != null) {
+            longPoller.close(); // parked fetches return empty before the pool goes away
+        }
+        if (ownedPool != null) {
             ownedPool.close();
         }
+    }
+
+    /** The long-poll machinery when long polling is on (tests and the benchmark read its figures). */
+    public Optional<LongPoller> longPoller() {
+        return Optional.ofNullable(longPoller);
     }
 
     // ------------------------------------------------------------------------------------------ plumbing

@@ -35,6 +35,11 @@ final class Statements {
     final String selectDeletableRoots;
     final String selectPrunableInstances;
     final String pruneExecutions;
+    final String claimableNow;
+    final String nextDeadlines;
+    /** Both timeouts for the rest of the transaction only (the {@code SET LOCAL} of a scan), in one statement. */
+    final String setLocalScanTimeouts = "SELECT set_config('lock_timeout', ?, true), "
+            + "set_config('statement_timeout', ?, true)";
 
     Statements(String schema) {
         String s = Identifiers.quote(schema) + ".";
@@ -67,6 +72,8 @@ final class Statements {
         selectDeletableRoots = "SELECT * FROM " + s + "select_deletable_roots(?, ?, ?)";
         selectPrunableInstances = "SELECT * FROM " + s + "select_prunable_instances(?, ?, ?)";
         pruneExecutions = "SELECT * FROM " + s + "prune_executions(?, ?, ?)";
+        claimableNow = "SELECT * FROM " + s + "claimable_now(?)";
+        nextDeadlines = "SELECT * FROM " + s + "next_deadlines(?, ?)";
     }
 
     private static String params(int n) {

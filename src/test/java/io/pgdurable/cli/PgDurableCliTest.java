@@ -222,4 +222,23 @@ class PgDurableCliTest {
         assertTrue(statusHelp.out().contains("--json"), statusHelp.out());
         assertTrue(statusHelp.out().contains("--db=JDBC_URL"), statusHelp.out());
     }
+
+    @Test
+    void activate_enables_long_polling_and_status_shows_it() {
+        String schema = schema();
+        String db = TestDatabase.url();
+        assertEquals(1, cli("activate", "--db", db, "--schema", schema).code(), "an unmigrated schema is refused");
+        assertEquals(0, cli("migrate", "--db", db, "--schema", schema).code());
+        assertTrue(cli("status", "--db", db, "--schema", schema).out().contains("long polling: not activated"));
+
+        Result activated = cli("activate", "--db", db, "--schema", schema);
+        assertEquals(0, activated.code(), activated.all());
+        assertTrue(activated.out().contains("long polling activated"), activated.out());
+        assertTrue(cli("status", "--db", db, "--schema", schema).out().contains("long polling: activated"));
+        Map<String, Object> json = Json.parseObject(cli("status", "--db", db, "--schema", schema, "--json").out());
+        assertEquals(Boolean.TRUE, json.get("longPollingActivated"));
+
+        assertEquals(0, cli("activate", "--off", "--db", db, "--schema", schema).code());
+        assertTrue(cli("status", "--db", db, "--schema", schema).out().contains("long polling: not activated"));
+    }
 }

@@ -1,0 +1,66 @@
+package io.pgdurable.cli;
+
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.SchemaMigrator;
+import io.pgdurable.spi.ProviderException;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import javax.sql.DataSource;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code pgdurable activate}: enables the schema's notify triggers so providers can long-poll it. Schema-wide:
+ * every writer on the schema then sends the wake-up notifications.
+ */
+@Command(name = "activate", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+        description = "Enable LISTEN/NOTIFY long polling on a migrated schema (schema-wide; --off disables it).")
+final class ActivateCommand implements Callable<Integer> {
+    private static final int POOL_SIZE = 3;
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    DatabaseOptions options;
+
+    @Option(names = "--off", description = "Disable the notify triggers instead (long-polling providers then "
+            + "refuse to start under VERIFY_ONLY and fall back to their one-second probe if already running).")
+    boolean off;
+
+    @Override
+    public Integer call() {
+        options.validate(spec);
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        try (Database db = Database.open(options, out, err)) {
+            DataSource ds = db.pool(POOL_SIZE);
+            PostgresProviderConfig config = PostgresProviderConfig.builder()
+                    .dataSource(ds)
+                    .schema(options.schema)
+                    .build();
+            SchemaMigrator migrator = new SchemaMigrator(ds, config);
+            SchemaMigrator.Status status = migrator.status();
+            if (!status.upToDate()) {
+                err.println("error: schema " + options.schema + " is not at this tool's version ("
+                        + Text.version(status) + "); run `migrate` first");
+                err.flush();
+                return 1;
+            }
+            if (off) {
+                migrator.deactivate();
+            } else {
+                migrator.activate();
+            }
+            out.println("schema " + options.schema + ": long polling " + (migrator.activated() ? "activated"
+                    : "not activated") + " (notify triggers " + (off ? "disabled" : "enabled") + ")");
+            out.flush();
+            return 0;
+        } catch (ProviderException e) {
+            return PgDurableCli.fail(err, e);
+        }
+    }
+}

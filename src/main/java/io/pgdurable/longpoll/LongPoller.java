@@ -1,0 +1,333 @@
+package io.pgdurable.longpoll;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Lets a fetch park until work is claimable. Hints arrive from the listener (NOTIFY), from local deadlines (delayed
+ * visibility, lease ends), from timer scans (after every (re)LISTEN, periodically, after deadline overflow) and from
+ * a one-second fallback probe that runs whenever fetches wait, whatever the listener and the scans are doing.
+ * A hint wakes about one matching waiter per announced item; the woken fetch asks the database, which decides.
+ *
+ * <p>It never claims work itself and never builds SQL: the provider hands it the claim to retry and a
+ * {@link WorkScanner} for its read-only questions.
+ */
+public final class LongPoller implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(LongPoller.class);
+
+    /** The tunables, validated by the provider's configuration. */
+    public record Settings(Duration fallbackInterval, Duration wakeCoalescing, Duration recoveryScanInterval,
+                           int maxParkedWaiters, Duration heartbeat, int maxTrackedDeadlines) {}
+
+    private final Settings settings;
+    private final Clock clock;
+    private final WorkScanner scanner;
+    private final LongPollSignals signals;
+    private final WaiterRegistry registry;
+    private final Notifier notifier;
+    private final ReentrantLock deadlineLock = new ReentrantLock();
+    private final Deadlines deadlines;
+    private final Map<QueueKind, Long> lastLeaseEndWake = new EnumMap<>(QueueKind.class);
+    private final ScheduledExecutorService timer;
+    private final ExecutorService scans;
+    private final ExecutorService probes;
+    private final AtomicBoolean scanRunning = new AtomicBoolean();
+    private final AtomicBoolean scanPending = new AtomicBoolean();
+    private final AtomicBoolean probeRunning = new AtomicBoolean();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    public LongPoller(Settings settings, Clock clock, WorkScanner scanner, NotificationListener listener,
+                      String channel, LongPollSignals signals) {
+        this.settings = settings;
+        this.clock = clock;
+        this.scanner = scanner;
+        this.signals = signals;
+        this.registry = new WaiterRegistry(settings.maxParkedWaiters(), signals);
+        this.deadlines = new Deadlines(settings.maxTrackedDeadlines());
+        for (QueueKind q : QueueKind.values()) {
+            lastLeaseEndWake.put(q, Long.MIN_VALUE / 2);
+        }
+        this.timer = Executors.newSingleThreadScheduledExecutor(daemon("pgdurable-longpoll-timer-" + channel));
+        this.scans = Executors.newSingleThreadExecutor(daemon("pgdurable-longpoll-scan-" + channel));
+        this.probes = Executors.newSingleThreadExecutor(daemon("pgdurable-longpoll-probe-" + channel));
+        this.notifier = new Notifier(listener, channel, settings.heartbeat(), this::onNotification,
+                this::requestScan, signals);
+    }
+
+    public void start() {
+        notifier.start();
+        long fallback = settings.fallbackInterval().toMillis();
+        timer.scheduleWithFixedDelay(this::fallbackTick, fallback, fallback, TimeUnit.MILLISECONDS);
+        long recovery = settings.recoveryScanInterval().toMillis();
+        timer.scheduleWithFixedDelay(this::requestScan, recovery, recovery, TimeUnit.MILLISECONDS);
+    }
+
+    /** True while the listener connection is up and LISTENing. */
+    public boolean isListening() {
+        return notifier.isListening();
+    }
+
+    /** Wakes handed out since start (for the wakes-per-item measurement). */
+    public long wakesIssued() {
+        return registry.wakesIssued();
+    }
+
+    /** Fetches currently registered (parked or claiming). */
+    public int waiting() {
+        return registry.size();
+    }
+
+    /**
+     * Runs {@code claim} until it returns work or {@code pollTimeout} ends, parking between attempts. The timeout
+     * bounds only the waiting: a claim in flight always completes and its result is returned.
+     */
+    public <T> Optional<T> fetch(QueueKind queue, Route route, Duration pollTimeout, String operation,
+                                 Supplier<Optional<T>> claim) {
+        if (pollTimeout == null || pollTimeout.isZero() || pollTimeout.isNegative() || closed.get()) {
+            return claim.get();
+        }
+        long deadline = System.nanoTime() + pollTimeout.toNanos();
+        Waiter waiter = registry.register(queue, route, operation);
+        if (waiter == null) {
+            return claim.get(); // closing: no more parking
+        }
+        try {
+            Hint wokenBy = null;
+            long lastUnsuccessfulWake = 0;
+            boolean hadUnsuccessfulWake = false;
+            while (true) {
+                Optional<T> result = claim.get();
+                if (result.isPresent()) {
+                    if (wokenBy != null && wokenBy.openEnded() && wokenBy.hops() == 0) {
+                        registry.wake(wokenBy.chained(), waiter); // let another waiter help drain a burst
+                    }
+                    return result;
+                }
+                if (wokenBy != null) {
+                    if (queue == QueueKind.WORKER && wokenBy.hops() == 0) {
+                        registry.wake(wokenBy.passedOn(), waiter); // maybe it was meant for another filter
+                    }
+                    hadUnsuccessfulWake = true;
+                    lastUnsuccessfulWake = System.nanoTime();
+                }
+                long remaining = deadline - System.nanoTime();
+                if (remaining <= 0) {
+                    return Optional.empty();
+                }
+                Object outcome = waiter.await(remaining);
+                if (!(outcome instanceof Hint hint)) {
+                    return Optional.empty(); // timed out, closed or interrupted (the flag is kept)
+                }
+                wokenBy = hint;
+                if (hadUnsuccessfulWake && !coalesce(lastUnsuccessfulWake, deadline)) {
+                    return Optional.empty();
+                }
+            }
+        } finally {
+            registry.deregister(queue, waiter);
+        }
+    }
+
+    /** Repeated unsuccessful wakes retry at most once per cadence; false when interrupted or out of time. */
+    private boolean coalesce(long lastUnsuccessfulWake, long deadline) {
+        long until = Math.min(lastUnsuccessfulWake + settings.wakeCoalescing().toNanos(), deadline);
+        long wait = until - System.nanoTime();
+        if (wait <= 0) {
+            return true;
+        }
+        try {
+            TimeUnit.NANOSECONDS.sleep(wait);
+            return System.nanoTime() < deadline && !closed.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    // ------------------------------------------------------------------ hints in
+
+    private void onNotification(String payload) {
+        Hint hint = Hint.parse(payload);
+        if (hint != null) {
+            route(hint);
+        }
+    }
+
+    private void route(Hint hint) {
+        if (hint.atMs() <= clock.millis()) {
+            registry.wake(hint, null);
+            return;
+        }
+        boolean earliest;
+        deadlineLock.lock();
+        try {
+            earliest = deadlines.add(hint);
+        } finally {
+            deadlineLock.unlock();
+        }
+        if (earliest) {
+            arm(hint.atMs());
+        }
+    }
+
+    private void arm(long atMs) {
+        long delay = Math.max(0, atMs - clock.millis());
+        try {
+            timer.schedule(this::fireDue, delay, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException closing) {
+            // shutting down
+        }
+    }
+
+    /** Fires due deadlines; lease ends coalesce to one wake per queue per cadence. Never fires early. */
+    private void fireDue() {
+        long now = clock.millis();
+        List<Hint> wake = new ArrayList<>();
+        long next;
+        boolean rescan;
+        deadlineLock.lock();
+        try {
+            long cadence = settings.wakeCoalescing().toMillis();
+            for (Hint h : deadlines.due(now)) {
+                if (h.count() > 0) {
+                    wake.add(h);
+                } else if (now - lastLeaseEndWake.get(h.queue()) >= cadence) {
+                    lastLeaseEndWake.put(h.queue(), now);
+                    wake.add(h);
+                } else {
+                    deadlines.add(new Hint(h.queue(), lastLeaseEndWake.get(h.queue()) + cadence, 0, h.untagged(),
+                            h.tags(), h.sessions(), h.hops()));
+                }
+            }
+            next = deadlines.earliest();
+            rescan = deadlines.overflowed();
+            if (rescan) {
+                deadlines.clearOverflow();
+            }
+        } finally {
+            deadlineLock.unlock();
+        }
+        for (Hint h : wake) {
+            registry.wake(h, null);
+        }
+        if (next != Long.MAX_VALUE) {
+            arm(next);
+        }
+        if (rescan) {
+            requestScan();
+        }
+    }
+
+    private void fallbackTick() {
+        if (closed.get() || !(registry.anyIdle(QueueKind.ORCHESTRATOR) || registry.anyIdle(QueueKind.WORKER))) {
+            return;
+        }
+        if (!probeRunning.compareAndSet(false, true)) {
+            return; // the previous probe is still out; it reports when it returns
+        }
+        try {
+            probes.execute(() -> {
+                try {
+                    List<Hint> hints = scanner.probe(clock.millis());
+                    signals.fallbackPoll();
+                    hints.forEach(this::route);
+                } catch (RuntimeException e) {
+                    LOG.debug("pgdurable: fallback probe failed", e);
+                } finally {
+                    probeRunning.set(false);
+                }
+            });
+        } catch (RejectedExecutionException closing) {
+            probeRunning.set(false);
+        }
+    }
+
+    /**
+     * Asks for a timer scan. At most one runs at a time; a request while one runs (say, from before a reconnect's
+     * LISTEN) schedules a fresh one right after it.
+     */
+    void requestScan() {
+        if (closed.get()) {
+            return;
+        }
+        scanPending.set(true);
+        if (!scanRunning.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            scans.execute(this::runScans);
+        } catch (RejectedExecutionException closing) {
+            scanRunning.set(false);
+        }
+    }
+
+    private void runScans() {
+        try {
+            while (scanPending.getAndSet(false) && !closed.get()) {
+                List<Hint> hints;
+                try {
+                    hints = scanner.scan(clock.millis(), settings.maxTrackedDeadlines());
+                } catch (RuntimeException e) {
+                    LOG.debug("pgdurable: timer scan failed", e);
+                    hints = null;
+                }
+                signals.scanFinished(hints == null);
+                if (hints == null) {
+                    retryScanLater();
+                } else {
+                    hints.forEach(this::route);
+                }
+            }
+        } finally {
+            scanRunning.set(false);
+        }
+        if (scanPending.get()) {
+            requestScan(); // a request raced the end of the loop
+        }
+    }
+
+    private void retryScanLater() {
+        try {
+            timer.schedule(this::requestScan, settings.wakeCoalescing().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException closing) {
+            // shutting down
+        }
+    }
+
+    /** Parked fetches return empty at once; the listener and every thread stop within about two seconds. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        registry.close();
+        timer.shutdownNow();
+        scans.shutdownNow();
+        probes.shutdownNow();
+        notifier.close();
+    }
+
+    private static ThreadFactory daemon(String name) {
+        return r -> {
+            Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

@@ -1,0 +1,132 @@
+package io.pgdurable.longpoll;
+
+import io.pgdurable.spi.CapacityExceededException;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The parked fetches of one provider, per queue, oldest first. A hint wakes at most as many matching waiters as it
+ * announces items (one for a lease end), so a burst of one item wakes about one waiter instead of all of them.
+ * Registration is bounded: beyond {@code maxWaiters} a fetch is refused with {@link CapacityExceededException}.
+ */
+final class WaiterRegistry {
+    private final int maxWaiters;
+    private final Map<QueueKind, List<Waiter>> waiters = new EnumMap<>(QueueKind.class);
+    private final ReentrantLock lock = new ReentrantLock();
+    private final AtomicInteger size = new AtomicInteger();
+    private final AtomicLong woken = new AtomicLong();
+    private final LongPollSignals signals;
+    private boolean closed;
+
+    WaiterRegistry(int maxWaiters, LongPollSignals signals) {
+        this.maxWaiters = maxWaiters;
+        this.signals = signals;
+        for (QueueKind q : QueueKind.values()) {
+            waiters.put(q, new ArrayList<>());
+        }
+    }
+
+    Waiter register(QueueKind queue, Route route, String operation) {
+        lock.lock();
+        try {
+            if (closed) {
+                return null;
+            }
+            if (size.get() >= maxWaiters) {
+                throw new CapacityExceededException(operation, "already " + size.get() + " fetches are parked, the "
+                        + "configured maximum (maxParkedWaiters); retry later or raise the limit");
+            }
+            Waiter w = new Waiter(route);
+            waiters.get(queue).add(w);
+            size.incrementAndGet();
+            return w;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Removes a finished fetch; a wake it never used goes to another waiter, so it is not lost. */
+    void deregister(QueueKind queue, Waiter w) {
+        lock.lock();
+        try {
+            if (waiters.get(queue).remove(w)) {
+                size.decrementAndGet();
+            }
+        } finally {
+            lock.unlock();
+        }
+        Hint unused = w.takeUnused();
+        if (unused != null) {
+            wake(unused, w);
+        }
+    }
+
+    /**
+     * Wakes up to {@code hint.wakes()} parked waiters of the hint's queue whose route accepts it, oldest first,
+     * skipping {@code except}. Returns how many were woken.
+     */
+    int wake(Hint hint, Waiter except) {
+        int budget = hint.wakes();
+        int n = 0;
+        lock.lock();
+        try {
+            for (Waiter w : waiters.get(hint.queue())) {
+                if (n == budget) {
+                    break;
+                }
+                if (w != except && w.offer(hint)) {
+                    n++;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (int i = 0; i < n; i++) {
+            signals.waiterWoken(hint.queue().label());
+        }
+        woken.addAndGet(n);
+        return n;
+    }
+
+    /** True when a fetch waits on {@code queue} without a pending wake (the fallback probe runs only then). */
+    boolean anyIdle(QueueKind queue) {
+        lock.lock();
+        try {
+            for (Waiter w : waiters.get(queue)) {
+                if (w.isIdle()) {
+                    return true;
+                }
+            }
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    int size() {
+        return size.get();
+    }
+
+    /** Total wakes handed out, for the wakes-per-item measurement. */
+    long wakesIssued() {
+        return woken.get();
+    }
+
+    /** Every parked fetch returns empty; later registrations are refused. */
+    void close() {
+        lock.lock();
+        try {
+            closed = true;
+            for (List<Waiter> list : waiters.values()) {
+                list.forEach(Waiter::close);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+}
