@@ -144,6 +144,8 @@ class QueryPlansTest {
                 null, 1000);
         explain("prune_executions", sql.pruneExecutions, "inst-30", 1, null);
         explain("delete_instances_atomic", sql.deleteInstancesAtomic, new String[] {"inst-40", "inst-41"}, true);
+        explain("claimable_now (long-poll fallback probe)", sql.claimableNow, now);
+        explain("next_deadlines (long-poll timer scan)", sql.nextDeadlines, now, 1024);
         explain("get_queue_depths", sql.getQueueDepths, now);
         explain("get_system_metrics", sql.getSystemMetrics);
 
