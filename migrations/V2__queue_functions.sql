@@ -73,8 +73,10 @@ BEGIN
                 DELETE FROM ${schema}.orchestrator_queue q
                  WHERE q.instance_id = v_instance AND q.visible_at_ms <= p_now;
                 GET DIAGNOSTICS v_dropped = ROW_COUNT;
-                RAISE WARNING 'pgdurable: dropped % orphan QueueMessage(s) for never-started instance %',
-                    v_dropped, v_instance;
+                IF v_dropped > 0 THEN
+                    RAISE WARNING 'pgdurable: dropped % orphan QueueMessage(s) for never-started instance %',
+                        v_dropped, v_instance;
+                END IF;
             END IF;
             DELETE FROM ${schema}.instance_locks l WHERE l.instance_id = v_instance AND l.lock_token = p_token;
             CONTINUE;

@@ -18,18 +18,23 @@ LANGUAGE sql IMMUTABLE AS $$
                 ELSE array_to_string(p_tags, ',') END;
 $$;
 
--- New orchestrator messages.
+-- New orchestrator messages: one hint per distinct visibility time (a turn may insert immediate messages and
+-- timers together, and each timer needs its own deadline), the earliest 8; a ninth time, if any, becomes an
+-- open-ended hint whose wake finds the rest.
 CREATE FUNCTION ${schema}.notify_orchestrator_insert()
 RETURNS TRIGGER
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_at BIGINT;
-    v_n  BIGINT;
+    r RECORD;
 BEGIN
-    SELECT min(r.visible_at_ms), count(DISTINCT r.instance_id) INTO v_at, v_n FROM new_rows r;
-    IF v_n > 0 THEN
-        PERFORM pg_notify('${channel}', 'o|' || v_at || '|' || v_n);
-    END IF;
+    FOR r IN SELECT t.visible_at_ms AS at, count(DISTINCT t.instance_id) AS n, row_number() OVER (ORDER BY t.visible_at_ms) AS k
+               FROM (SELECT * FROM new_rows ORDER BY visible_at_ms) t
+              GROUP BY t.visible_at_ms
+              ORDER BY t.visible_at_ms
+              LIMIT 9
+    LOOP
+        PERFORM pg_notify('${channel}', 'o|' || r.at || '|' || CASE WHEN r.k = 9 THEN 0 ELSE r.n END);
+    END LOOP;
     RETURN NULL;
 END
 $$;

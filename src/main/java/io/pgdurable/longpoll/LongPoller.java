@@ -102,7 +102,7 @@ public final class LongPoller implements AutoCloseable {
         if (pollTimeout == null || pollTimeout.isZero() || pollTimeout.isNegative() || closed.get()) {
             return claim.get();
         }
-        long deadline = System.nanoTime() + pollTimeout.toNanos();
+        long deadline = System.nanoTime() + waitNanos(pollTimeout);
         Waiter waiter = registry.register(queue, route, operation);
         if (waiter == null) {
             return claim.get(); // closing: no more parking
@@ -120,8 +120,10 @@ public final class LongPoller implements AutoCloseable {
                     return result;
                 }
                 if (wokenBy != null) {
-                    if (queue == QueueKind.WORKER && wokenBy.hops() == 0) {
-                        registry.wake(wokenBy.passedOn(), waiter); // maybe it was meant for another filter
+                    if (wokenBy.hops() == 0) {
+                        // Maybe it was meant for another filter; or (either queue) another fetch, woken for a later
+                        // item, took this wake's item first and that later item is still unclaimed: pass it on once.
+                        registry.wake(wokenBy.passedOn(), waiter);
                     }
                     hadUnsuccessfulWake = true;
                     lastUnsuccessfulWake = System.nanoTime();
@@ -136,12 +138,24 @@ public final class LongPoller implements AutoCloseable {
                 }
                 wokenBy = hint;
                 if (hadUnsuccessfulWake && !coalesce(lastUnsuccessfulWake, deadline)) {
+                    // Out of time (or interrupted, or closing) before the claim this wake asked for: the wake was
+                    // never used, so it goes to another waiter instead of ending with this fetch.
+                    registry.wake(hint, waiter);
                     return Optional.empty();
                 }
             }
         } finally {
             registry.deregister(queue, waiter);
         }
+    }
+
+    /**
+     * The poll timeout in nanoseconds, capped at about 73 years: {@link Duration#toNanos()} overflows for longer
+     * durations (a caller's "wait forever"), and the cap keeps deadline arithmetic clear of overflow.
+     */
+    private static long waitNanos(Duration pollTimeout) {
+        long cap = Long.MAX_VALUE / 4;
+        return pollTimeout.compareTo(Duration.ofNanos(cap)) >= 0 ? cap : pollTimeout.toNanos();
     }
 
     /** Repeated unsuccessful wakes retry at most once per cadence; false when interrupted or out of time. */
@@ -246,7 +260,7 @@ public final class LongPoller implements AutoCloseable {
                 try {
                     List<Hint> hints = scanner.probe(clock.millis());
                     signals.fallbackPoll();
-                    hints.forEach(this::route);
+                    hints.forEach(h -> route(h.queue() == QueueKind.ORCHESTRATOR ? toEveryIdle(h) : h));
                 } catch (RuntimeException e) {
                     LOG.debug("pgdurable: fallback probe failed", e);
                 } finally {
@@ -256,6 +270,17 @@ public final class LongPoller implements AutoCloseable {
         } catch (RejectedExecutionException closing) {
             probeRunning.set(false);
         }
+    }
+
+    /**
+     * An orchestration the probe finds claimable (it skips locked instances) while fetches sit idle was missed by
+     * every earlier wake: typically the waiters it reached cannot take it (a dispatcher's version filter, which
+     * routes cannot see), and a hint for "one instance" would go to the same oldest waiter again each second while
+     * a capable one waits out its poll timeout. So the probe's orchestrator hint reaches every idle waiter, at
+     * most once per fallback interval.
+     */
+    private static Hint toEveryIdle(Hint h) {
+        return new Hint(h.queue(), h.atMs(), Integer.MAX_VALUE, h.untagged(), h.tags(), h.sessions(), h.hops());
     }
 
     /**

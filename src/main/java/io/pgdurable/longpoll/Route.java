@@ -11,6 +11,13 @@ public interface Route {
     /** A worker fetch with this tag filter; {@code sessionCapable} when it passes a session configuration. */
     static Route worker(TagFilter filter, boolean sessionCapable) {
         return hint -> {
+            if (!sessionCapable && hint.hops() == 0 && hint.count() == 1 && hint.sessions() && hint.tags() != null) {
+                // The one item the payload announces is session-bound: only a fetch with a session configuration can
+                // claim it. Taking the wake anyway would spend it, and its single pass-on, on fetches that cannot
+                // use it while a session-capable fetch starves. (Passed-on and chained hints have count 1 for "wake
+                // one", not "one item": hops > 0, not judged here.)
+                return false;
+            }
             if (hint.tags() == null) {
                 return !(filter instanceof TagFilter.None); // unknown tags: any filter might match
             }

@@ -80,6 +80,26 @@ final class Payloads {
         return d.toMillis();
     }
 
+    /** The UTF-8 encoded length of {@code text}, counted without encoding it. */
+    static int utf8Length(String text) {
+        int n = text.length();
+        int bytes = n;
+        for (int i = 0; i < n; i++) {
+            char ch = text.charAt(i);
+            if (ch >= 0x80) {
+                if (ch < 0x800) {
+                    bytes += 1;
+                } else if (Character.isHighSurrogate(ch) && i + 1 < n && Character.isLowSurrogate(text.charAt(i + 1))) {
+                    bytes += 2; // a pair: 4 bytes for 2 chars
+                    i++;
+                } else {
+                    bytes += 2;
+                }
+            }
+        }
+        return bytes;
+    }
+
     static void notNull(String op, String what, Object value) {
         if (value == null) {
             throw ProviderException.permanent(op, what + " is null");

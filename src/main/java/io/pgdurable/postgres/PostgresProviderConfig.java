@@ -15,6 +15,18 @@ public final class PostgresProviderConfig {
     public static final String DEFAULT_SCHEMA = "pgdurable";
     public static final int DEFAULT_POOL_SIZE = 10;
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
+    /** Most acks one batched flush may hold ({@code ackBatchSize}). */
+    public static final int MAX_ACK_BATCH_SIZE = 1000;
+    public static final int DEFAULT_ENQUEUE_CHUNK_ITEMS = 500;
+    public static final int MAX_ENQUEUE_CHUNK_ITEMS = 10_000;
+    public static final int DEFAULT_ENQUEUE_CHUNK_BYTES = 4 * 1024 * 1024;
+    public static final int DEFAULT_FETCH_BATCH_MAX_BYTES = 16 * 1024 * 1024;
+    /** Upper bound of the byte bounds (chunks, batched replies): PostgreSQL values stop at 1 GB. */
+    public static final int MAX_BATCH_BYTES = 256 * 1024 * 1024;
+    /** Upper bound of {@code enqueueRetryBudget} and {@code ackDrainTimeout}. */
+    public static final Duration MAX_BATCH_WAIT = Duration.ofMinutes(10);
+    /** Upper bound of {@code ackFlushIdle}. */
+    public static final Duration MAX_ACK_FLUSH_IDLE = Duration.ofSeconds(1);
 
     private final String jdbcUrl;
     private final String username;
@@ -39,6 +51,13 @@ public final class PostgresProviderConfig {
     private final Duration heartbeatInterval;
     private final int maxTrackedDeadlines;
     private final io.pgdurable.longpoll.LongPollSignals longPollSignals;
+    private final int ackBatchSize;
+    private final Duration ackFlushIdle;
+    private final Duration ackDrainTimeout;
+    private final int enqueueChunkItems;
+    private final int enqueueChunkBytes;
+    private final Duration enqueueRetryBudget;
+    private final int fetchBatchMaxBytes;
 
     /** The driver of the long-poll listener connection. */
     public enum ListenerDriver {
@@ -72,6 +91,13 @@ public final class PostgresProviderConfig {
         this.heartbeatInterval = b.heartbeatInterval;
         this.maxTrackedDeadlines = b.maxTrackedDeadlines;
         this.longPollSignals = b.longPollSignals;
+        this.ackBatchSize = b.ackBatchSize;
+        this.ackFlushIdle = b.ackFlushIdle;
+        this.ackDrainTimeout = b.ackDrainTimeout;
+        this.enqueueChunkItems = b.enqueueChunkItems;
+        this.enqueueChunkBytes = b.enqueueChunkBytes;
+        this.enqueueRetryBudget = b.enqueueRetryBudget;
+        this.fetchBatchMaxBytes = b.fetchBatchMaxBytes;
     }
 
     public static Builder builder() {
@@ -104,6 +130,13 @@ public final class PostgresProviderConfig {
         b.heartbeatInterval = heartbeatInterval;
         b.maxTrackedDeadlines = maxTrackedDeadlines;
         b.longPollSignals = longPollSignals;
+        b.ackBatchSize = ackBatchSize;
+        b.ackFlushIdle = ackFlushIdle;
+        b.ackDrainTimeout = ackDrainTimeout;
+        b.enqueueChunkItems = enqueueChunkItems;
+        b.enqueueChunkBytes = enqueueChunkBytes;
+        b.enqueueRetryBudget = enqueueRetryBudget;
+        b.fetchBatchMaxBytes = fetchBatchMaxBytes;
         return b;
     }
 
@@ -200,12 +233,48 @@ public final class PostgresProviderConfig {
         return longPollSignals;
     }
 
+    /** Terminal acks per batched flush; 1 (the default) acks each item in its own call, as without batching. */
+    public int ackBatchSize() {
+        return ackBatchSize;
+    }
+
+    /** With batched acks: flush once no new ack arrived for this long (0 = as soon as the flusher is free). */
+    public Duration ackFlushIdle() {
+        return ackFlushIdle;
+    }
+
+    /** With batched acks: how long {@code close()} keeps flushing buffered acks (0 = not at all). */
+    public Duration ackDrainTimeout() {
+        return ackDrainTimeout;
+    }
+
+    /** Most items per statement of a batched enqueue. */
+    public int enqueueChunkItems() {
+        return enqueueChunkItems;
+    }
+
+    /** Most bytes (the items' JSON, UTF-8) per statement of a batched enqueue; an item larger goes alone. */
+    public int enqueueChunkBytes() {
+        return enqueueChunkBytes;
+    }
+
+    /** How long a batched enqueue may keep retrying a chunk that failed retryably (0 = fail fast). */
+    public Duration enqueueRetryBudget() {
+        return enqueueRetryBudget;
+    }
+
+    /** Most bytes (the items' JSON) one batched fetch returns; its first item is returned even when larger. */
+    public int fetchBatchMaxBytes() {
+        return fetchBatchMaxBytes;
+    }
+
     /** Never shows a password, whether given separately or inside the URL. */
     @Override
     public String toString() {
         return "PostgresProviderConfig{" + (jdbcUrl != null ? "url=" + redactUrl(jdbcUrl) : "dataSource=" + dataSource)
                 + ", schema=" + schema + ", poolSize=" + poolSize + ", migrationPolicy=" + migrationPolicy
-                + ", maxPayloadBytes=" + maxPayloadBytes + ", longPolling=" + longPolling
+                + ", maxPayloadBytes=" + maxPayloadBytes
+                + (ackBatchSize > 1 ? ", ackBatchSize=" + ackBatchSize : "") + ", longPolling=" + longPolling
                 + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
                         + redactUrl(listenerUrl) : "") : "") + "}";
     }
@@ -240,8 +309,80 @@ public final class PostgresProviderConfig {
         private Duration heartbeatInterval = Duration.ofSeconds(1);
         private int maxTrackedDeadlines = 1024;
         private io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
+        private int ackBatchSize = 1;
+        private Duration ackFlushIdle = Duration.ofMillis(2);
+        private Duration ackDrainTimeout = Duration.ofSeconds(2);
+        private int enqueueChunkItems = DEFAULT_ENQUEUE_CHUNK_ITEMS;
+        private int enqueueChunkBytes = DEFAULT_ENQUEUE_CHUNK_BYTES;
+        private Duration enqueueRetryBudget = Duration.ZERO;
+        private int fetchBatchMaxBytes = DEFAULT_FETCH_BATCH_MAX_BYTES;
 
         private Builder() {}
+
+        /**
+         * Opt-in batched terminal acks (1..{@value #MAX_ACK_BATCH_SIZE}). With 1, the default, every
+         * {@code ackWorkItem} is its own call, exactly as without batching. Above 1, acks go to one background
+         * flusher that commits up to this many at once (one {@code DELETE ... RETURNING}); each {@code ackWorkItem}
+         * still blocks until its own item is flushed and reports its own outcome. See docs/batching.md.
+         */
+        public Builder ackBatchSize(int size) {
+            this.ackBatchSize = size;
+            return this;
+        }
+
+        /**
+         * With batched acks, the group-commit window: a flush starts when the buffer is full or when no new ack
+         * arrived for this long (default 2 ms; zero = flush whatever is buffered as soon as the flusher is free;
+         * at most 1 s).
+         */
+        public Builder ackFlushIdle(Duration idle) {
+            this.ackFlushIdle = idle;
+            return this;
+        }
+
+        /**
+         * With batched acks, how long {@code close()} keeps flushing what is buffered (default 2 s, at most 10 min).
+         * Zero means close flushes nothing more: buffered acks fail (retryable) and their items are redelivered
+         * after their leases expire.
+         */
+        public Builder ackDrainTimeout(Duration timeout) {
+            this.ackDrainTimeout = timeout;
+            return this;
+        }
+
+        /** Most items per statement of a batched enqueue (default 500, 1..10,000). */
+        public Builder enqueueChunkItems(int items) {
+            this.enqueueChunkItems = items;
+            return this;
+        }
+
+        /**
+         * Most bytes (the items' JSON in UTF-8) per statement of a batched enqueue (default 4 MiB, 1 KiB..256 MiB).
+         * A single item larger than this goes in a chunk of its own.
+         */
+        public Builder enqueueChunkBytes(int bytes) {
+            this.enqueueChunkBytes = bytes;
+            return this;
+        }
+
+        /**
+         * How long a batched enqueue may wait and retry a chunk that failed retryably (pool exhausted, statement
+         * timeout, database unavailable), counted from the start of the batch. Zero, the default, fails fast; at
+         * most 10 min. The first retry of a batch is logged once.
+         */
+        public Builder enqueueRetryBudget(Duration budget) {
+            this.enqueueRetryBudget = budget;
+            return this;
+        }
+
+        /**
+         * Most bytes (the items' JSON) one batched fetch returns (default 16 MiB, 1 KiB..256 MiB); its first item is
+         * returned even when it alone is larger, so no item is too big to fetch.
+         */
+        public Builder fetchBatchMaxBytes(int bytes) {
+            this.fetchBatchMaxBytes = bytes;
+            return this;
+        }
 
         /** Observer of the long-poll machinery's moments (listening, reconnects, scans, wakes): tests, metrics. */
         public Builder longPollSignals(io.pgdurable.longpoll.LongPollSignals signals) {
@@ -430,7 +571,30 @@ public final class PostgresProviderConfig {
             if (maxPayloadBytes < 1024) {
                 throw new IllegalArgumentException("maxPayloadBytes must be at least 1024, was " + maxPayloadBytes);
             }
+            inRange("ackBatchSize", ackBatchSize, 1, MAX_ACK_BATCH_SIZE);
+            bounded("ackFlushIdle", ackFlushIdle, MAX_ACK_FLUSH_IDLE);
+            bounded("ackDrainTimeout", ackDrainTimeout, MAX_BATCH_WAIT);
+            inRange("enqueueChunkItems", enqueueChunkItems, 1, MAX_ENQUEUE_CHUNK_ITEMS);
+            inRange("enqueueChunkBytes", enqueueChunkBytes, 1024, MAX_BATCH_BYTES);
+            bounded("enqueueRetryBudget", enqueueRetryBudget, MAX_BATCH_WAIT);
+            inRange("fetchBatchMaxBytes", fetchBatchMaxBytes, 1024, MAX_BATCH_BYTES);
             return new PostgresProviderConfig(this);
+        }
+
+        private static void inRange(String name, int value, int min, int max) {
+            if (value < min || value > max) {
+                throw new IllegalArgumentException(name + " must be in " + min + ".." + max + ", was " + value);
+            }
+        }
+
+        /** Zero or positive and at most {@code max}. */
+        private static void bounded(String name, Duration d, Duration max) {
+            if (d == null || d.isNegative()) {
+                throw new IllegalArgumentException(name + " must be zero or a positive duration, was " + d);
+            }
+            if (d.compareTo(max) > 0) {
+                throw new IllegalArgumentException(name + " must be at most " + max + ", was " + d);
+            }
         }
 
         private static void positive(String name, Duration d) {

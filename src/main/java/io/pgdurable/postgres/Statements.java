@@ -35,6 +35,10 @@ final class Statements {
     final String selectDeletableRoots;
     final String selectPrunableInstances;
     final String pruneExecutions;
+    final String fetchWorkItems;
+    final String ackWorkItems;
+    final String enqueueWorkerItems;
+    final String enqueueOrchestratorItems;
     final String claimableNow;
     final String nextDeadlines;
     /** Both timeouts for the rest of the transaction only (the {@code SET LOCAL} of a scan), in one statement. */
@@ -72,6 +76,10 @@ final class Statements {
         selectDeletableRoots = "SELECT * FROM " + s + "select_deletable_roots(?, ?, ?)";
         selectPrunableInstances = "SELECT * FROM " + s + "select_prunable_instances(?, ?, ?)";
         pruneExecutions = "SELECT * FROM " + s + "prune_executions(?, ?, ?)";
+        fetchWorkItems = "SELECT * FROM " + s + "fetch_work_items(" + params(10) + ")";
+        ackWorkItems = "SELECT * FROM " + s + "ack_work_items(?, ?, ?, ?, ?)";
+        enqueueWorkerItems = "SELECT " + s + "enqueue_worker_items(?, ?, ?, ?, ?, ?, ?)";
+        enqueueOrchestratorItems = "SELECT " + s + "enqueue_orchestrator_items(?, ?, ?, ?, ?)";
         claimableNow = "SELECT * FROM " + s + "claimable_now(?)";
         nextDeadlines = "SELECT * FROM " + s + "next_deadlines(?, ?)";
     }

@@ -1,6 +1,7 @@
 package io.pgdurable.spi;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -47,6 +48,20 @@ public interface OrchestrationProvider extends AutoCloseable {
     /** Enqueues a message for its routing instance; never creates the instance. {@code delay} may be null. */
     void enqueueForOrchestrator(WorkItem item, Duration delay);
 
+    /**
+     * Enqueues many orchestrator messages, in list order, each as {@link #enqueueForOrchestrator(WorkItem, Duration)}
+     * would (the same {@code delay} for all; a {@code TimerFired} is never visible before its fire time). An empty
+     * list does nothing.
+     *
+     * <p>Not atomic as a whole: when it fails part-way it throws {@link BatchEnqueueException}, which says which
+     * items are stored and which are not. This default stores one item at a time; providers override it with
+     * chunked statements. (Named {@code enqueueAll…} rather than overloading {@code enqueueForOrchestrator}, so that
+     * a call with a {@code null} item stays unambiguous.)
+     */
+    default void enqueueAllForOrchestrator(List<WorkItem> items, Duration delay) {
+        enqueueEach("enqueueAllForOrchestrator", items, item -> enqueueForOrchestrator(item, delay));
+    }
+
     // ---------------------------------------------------------------- history
 
     /** Events of the latest execution ordered by event id; empty for an unknown instance. */
@@ -62,6 +77,15 @@ public interface OrchestrationProvider extends AutoCloseable {
     void enqueueForWorker(WorkItem item);
 
     /**
+     * Enqueues many activities, in list order, each as {@link #enqueueForWorker(WorkItem)} would. An empty list does
+     * nothing. Not atomic as a whole: a failure part-way throws {@link BatchEnqueueException}, which says which items
+     * are stored and which are not. This default stores one item at a time; providers override it.
+     */
+    default void enqueueAllForWorker(List<WorkItem> items) {
+        enqueueEach("enqueueAllForWorker", items, this::enqueueForWorker);
+    }
+
+    /**
      * Leases one activity.
      *
      * @param session null = only items without a session; otherwise also items of sessions this owner holds or
@@ -69,6 +93,46 @@ public interface OrchestrationProvider extends AutoCloseable {
      */
     Optional<FetchedWorkItem> fetchWorkItem(Duration lockTimeout, Duration pollTimeout, SessionFetchConfig session,
                                             TagFilter tagFilter);
+
+    /**
+     * Leases up to {@code batch.maxItems()} activities, oldest first, under the same eligibility, tag and session
+     * rules as {@link #fetchWorkItem}; each returned item has its own lock token. Returns as soon as at least
+     * {@code batch.minItems()} are claimed or when {@code batch.maxWait()} ends (then possibly fewer, possibly none).
+     * Items claimed early keep their leases while the fetch waits for more, so keep {@code lockTimeout} well above
+     * {@code maxWait}.
+     *
+     * <p>This default claims one item at a time with {@link #fetchWorkItem}, waiting (as that method's
+     * {@code pollTimeout}) only while fewer than {@code minItems} are held, and stops at the first empty fetch.
+     * Should a fetch fail after some items were claimed, the items held are returned; a batch that holds nothing
+     * rethrows, so a fetch that throws holds no lock.
+     */
+    default List<FetchedWorkItem> fetchWorkItems(Duration lockTimeout, WorkBatch batch, SessionFetchConfig session,
+                                                 TagFilter tagFilter) {
+        if (batch == null) {
+            throw ProviderException.permanent("fetchWorkItems", "batch is null");
+        }
+        long deadline = System.nanoTime() + batch.maxWait().toNanos();
+        List<FetchedWorkItem> out = new ArrayList<>();
+        while (out.size() < batch.maxItems()) {
+            long remaining = deadline - System.nanoTime();
+            Duration wait = out.size() >= batch.minItems() || remaining <= 0 ? Duration.ZERO
+                    : Duration.ofNanos(remaining);
+            Optional<FetchedWorkItem> next;
+            try {
+                next = fetchWorkItem(lockTimeout, wait, session, tagFilter);
+            } catch (ProviderException e) {
+                if (out.isEmpty()) {
+                    throw e;
+                }
+                break;
+            }
+            if (next.isEmpty()) {
+                break;
+            }
+            out.add(next.get());
+        }
+        return out;
+    }
 
     /** Deletes the leased item and, when {@code completion} is given, enqueues it for the orchestrator. */
     void ackWorkItem(String lockToken, WorkItem completion);
@@ -101,4 +165,21 @@ public interface OrchestrationProvider extends AutoCloseable {
     /** Releases pools and background threads; returns promptly. */
     @Override
     void close();
+
+    /** One item at a time, stopping at the first failure, which is reported with what was stored. */
+    private static void enqueueEach(String op, List<WorkItem> items, java.util.function.Consumer<WorkItem> one) {
+        if (items == null) {
+            throw new BatchEnqueueException(op, "items is null", false, null, null, 0, 0, 0);
+        }
+        for (int i = 0; i < items.size(); i++) {
+            try {
+                one.accept(items.get(i));
+            } catch (ProviderException e) {
+                // A connection lost mid-statement leaves that one item's outcome unknown.
+                int inDoubt = e.sqlState().filter(state -> state.startsWith("08")).isPresent() ? 1 : 0;
+                throw new BatchEnqueueException(op, "item #" + i + " failed: " + e.getMessage(), e.retryable(),
+                        e.sqlState().orElse(null), e, items.size(), i, inDoubt);
+            }
+        }
+    }
 }

@@ -1,0 +1,781 @@
+package io.pgdurable.postgres.longpoll;
+
+import static io.pgdurable.postgres.longpoll.LongPollHarness.LONG_LOCK;
+import static io.pgdurable.postgres.longpoll.LongPollHarness.activity;
+import static io.pgdurable.postgres.longpoll.LongPollHarness.event;
+import static io.pgdurable.postgres.longpoll.LongPollHarness.start;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.longpoll.QueueKind;
+import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.DispatcherCapabilityFilter;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.SemVer;
+import io.pgdurable.spi.SemverRange;
+import io.pgdurable.spi.SessionFetchConfig;
+import io.pgdurable.spi.TagFilter;
+import io.pgdurable.spi.WorkItem;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.parallel.Isolated;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Long polling against a real PostgreSQL: parked fetches wake on enqueues, at delayed visibility, at lease and
+ * session-lease expiry and after delayed abandons; no wake-up is lost across randomized interleavings; filtered
+ * consumers are not starved; a zero poll timeout never waits; one item wakes about one waiter.
+ *
+ * <p>Isolated: these tests measure time on a two-core machine, so no other test class runs beside them.
+ */
+@Isolated("timing: wake latencies and timer accuracy are asserted in milliseconds")
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class LongPollProviderTest {
+    private static final Duration POLL = Duration.ofSeconds(5);
+    private static final Duration GET = Duration.ofSeconds(10);
+    /** The fallback probe pushed out of the test's time frame, so it cannot hide a lost or misrouted wake. */
+    private static final UnaryOperator<PostgresProviderConfig.Builder> NO_FALLBACK =
+            b -> b.fallbackPollInterval(Duration.ofSeconds(30));
+
+    // ------------------------------------------------------------------ 1. wake on enqueue
+
+    @ParameterizedTest
+    @EnumSource(PostgresProviderConfig.ListenerDriver.class)
+    void parked_fetch_returns_shortly_after_a_concurrent_enqueue_on_both_queues(
+            PostgresProviderConfig.ListenerDriver driver) {
+        try (LongPollHarness h = LongPollHarness.open("lpwake", b -> b.listenerDriver(driver))) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            long worst = 0;
+            for (int i = 0; i < 5; i++) {
+                BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
+                WorkItem.ActivityExecute item = activity("wake-" + i, i);
+                long t0 = System.nanoTime();
+                p.enqueueForWorker(item);
+                Optional<FetchedWorkItem> got = w.get(GET);
+                long ms = w.millisSince(t0);
+                assertTrue(got.isPresent(), "the parked worker fetch returned empty after " + ms + " ms");
+                assertEquals(item, got.get().item());
+                assertTrue(ms < 500, "worker fetch returned " + ms + " ms after the enqueue (poll timeout "
+                        + POLL.toMillis() + " ms)");
+                worst = Math.max(worst, ms);
+                p.ackWorkItem(got.get().lockToken(), null);
+
+                BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("orchestrator", POLL);
+                t0 = System.nanoTime();
+                p.enqueueForOrchestrator(start("wake-" + i), null);
+                Optional<FetchedOrchestration> turn = o.get(GET);
+                ms = o.millisSince(t0);
+                assertTrue(turn.isPresent(), "the parked orchestrator fetch returned empty after " + ms + " ms");
+                assertEquals("wake-" + i, turn.get().item().instance());
+                assertEquals(List.of(start("wake-" + i)), turn.get().item().messages());
+                assertTrue(ms < 500, "orchestrator fetch returned " + ms + " ms after the enqueue (poll timeout "
+                        + POLL.toMillis() + " ms)");
+                worst = Math.max(worst, ms);
+                h.ackTurn(turn.get());
+            }
+            System.out.println("[lp] wake on enqueue (" + driver + "): worst " + worst + " ms");
+        }
+    }
+
+    // ------------------------------------------------------------------ 2. no lost wake-up
+
+    private record Outcome(QueueKind queue, String key, long endNanos, int messages) {}
+
+    @Test
+    void no_wake_up_is_lost_across_randomized_enqueue_and_fetch_interleavings() throws Exception {
+        long seed = Long.getLong("pgdurable.lp.seed", System.nanoTime());
+        Random rnd = new Random(seed);
+        int maxRounds = Integer.getInteger("pgdurable.lp.rounds", 2_000);
+        long budgetNanos = TimeUnit.SECONDS.toNanos(25);
+        Duration poll = Duration.ofSeconds(10);
+        // Nothing but the items' own notifications may deliver them: no fallback, no periodic scan within the test.
+        // Commits without waiting for the WAL flush (tests need no durability): the rounds are then bound by the
+        // machinery under test, not by fdatasync, and thousands of interleavings fit in the budget.
+        try (LongPollHarness h = LongPollHarness.open("lprandom", b -> b.poolSize(6)
+                .jdbcUrl(asyncCommit(TestDatabase.url())).listenerUrl(TestDatabase.url())
+                .fallbackPollInterval(Duration.ofSeconds(30)).recoveryScanInterval(Duration.ofMinutes(10)))) {
+            PostgresProvider p = h.provider;
+            LongPoller poller = h.poller();
+            h.warmUp();
+            ExecutorService fetchers = Executors.newFixedThreadPool(4);
+            Set<String> delivered = new HashSet<>();
+            List<Long> latencies = new ArrayList<>();
+            long began = System.nanoTime();
+            int rounds = 0;
+            int items = 0;
+            try {
+                for (; rounds < maxRounds && System.nanoTime() - began < budgetNanos; rounds++) {
+                    String ctx = "seed=" + seed + " (rerun with -Dpgdurable.lp.seed=" + seed + "), round " + rounds;
+                    int k = 1 + rnd.nextInt(4);
+                    int notesBefore = h.signals.notificationCount();
+                    long wakesBefore = poller.wakesIssued();
+                    List<QueueKind> queues = new ArrayList<>();
+                    List<Future<Outcome>> futures = new ArrayList<>();
+                    for (int j = 0; j < k; j++) {
+                        QueueKind q = rnd.nextBoolean() ? QueueKind.WORKER : QueueKind.ORCHESTRATOR;
+                        queues.add(q);
+                        futures.add(fetchers.submit(() -> fetchAndAck(p, q, poll)));
+                    }
+                    if (rnd.nextBoolean()) {
+                        // every fetcher registered (some still in their first claim, most parked)
+                        int want = k;
+                        Waits.until(() -> poller.waiting() == want, Duration.ofSeconds(5),
+                                () -> ctx + ": " + want + " fetchers registered, " + poller.waiting() + " are");
+                    }
+                    // One item per fetcher, on its queue, in random order, each after a random 0-3 ms: some land
+                    // before a fetcher registers, some during its first claim, some while it is parked.
+                    List<QueueKind> order = new ArrayList<>(queues);
+                    Collections.shuffle(order, rnd);
+                    Map<String, Long> enqueuedAt = new LinkedHashMap<>();
+                    Map<String, QueueKind> queueOf = new HashMap<>();
+                    for (int j = 0; j < order.size(); j++) {
+                        LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(rnd.nextInt(3_001)));
+                        String key = "r" + rounds + "-" + j;
+                        enqueuedAt.put(key, System.nanoTime());
+                        queueOf.put(key, order.get(j));
+                        if (order.get(j) == QueueKind.WORKER) {
+                            p.enqueueForWorker(activity(key, j));
+                        } else {
+                            p.enqueueForOrchestrator(start(key), null);
+                        }
+                    }
+                    items += k;
+                    int notesAtStart = notesBefore;
+                    Set<String> got = new HashSet<>();
+                    for (int j = 0; j < k; j++) {
+                        Outcome o;
+                        try {
+                            o = futures.get(j).get(poll.toMillis() + 5_000, TimeUnit.MILLISECONDS);
+                        } catch (java.util.concurrent.TimeoutException e) {
+                            throw new AssertionError(ctx + ": fetcher " + j + " on " + queues.get(j)
+                                    + " did not return within its poll timeout");
+                        }
+                        if (o.key() == null) {
+                            throw new AssertionError(ctx + ": a " + o.queue() + " fetch returned empty after its "
+                                    + poll.toMillis() + " ms poll timeout while an item for it was enqueued (lost "
+                                    + "wake-up); queues " + queues + ", enqueue order " + order + ", wakes this round "
+                                    + (poller.wakesIssued() - wakesBefore) + ", notifications this round "
+                                    + h.signals.notificationsSince(notesAtStart) + "; queue now "
+                                    + queueState(h.schema));
+                        }
+                        assertEquals(queueOf.get(o.key()), o.queue(), ctx + ": item " + o.key() + " on wrong queue");
+                        assertEquals(1, o.messages(), ctx + ": one message per turn");
+                        assertTrue(got.add(o.key()) && delivered.add(o.key()),
+                                ctx + ": item " + o.key() + " delivered twice");
+                        long ms = TimeUnit.NANOSECONDS.toMillis(o.endNanos() - enqueuedAt.get(o.key()));
+                        latencies.add(ms);
+                        assertTrue(ms < 1_000, ctx + ": item " + o.key() + " (" + o.queue() + ") reached its fetch "
+                                + ms + " ms after its enqueue; poll timeout " + poll.toMillis() + " ms, fallback 30 s");
+                    }
+                    assertEquals(enqueuedAt.keySet(), got, ctx + ": every item exactly once");
+                }
+            } finally {
+                fetchers.shutdownNow();
+                assertTrue(fetchers.awaitTermination(poll.toMillis() + 5_000, TimeUnit.MILLISECONDS));
+            }
+            long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began);
+            Collections.sort(latencies);
+            System.out.println("[lp] randomized: seed " + seed + ", " + rounds + " rounds, " + items + " items in "
+                    + took + " ms; latency p50 " + latencies.get(latencies.size() / 2) + " ms, p99 "
+                    + latencies.get(latencies.size() * 99 / 100) + " ms, max " + latencies.get(latencies.size() - 1)
+                    + " ms; wakes " + poller.wakesIssued());
+            // thousands on a quiet two-core machine; far fewer when other work loads the machine or the database
+            assertTrue(rounds >= Math.min(maxRounds, 100), "seed " + seed + ": only " + rounds + " rounds ran");
+            assertEquals(Optional.empty(), p.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any()),
+                    "seed " + seed + ": worker queue drained");
+            assertEquals(Optional.empty(), p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null),
+                    "seed " + seed + ": orchestrator queue drained");
+        }
+    }
+
+    /** The rows left in the schema's queues and locks, for failure messages. */
+    private static String queueState(String schema) {
+        StringBuilder sb = new StringBuilder();
+        try (Connection c = TestDatabase.connect(); Statement st = c.createStatement()) {
+            for (String q : List.of(
+                    "SELECT 'o:' || instance_id || ' v' || visible_at_ms || ' t' || coalesce(lock_token, '-') "
+                            + "FROM " + quote(schema) + ".orchestrator_queue",
+                    "SELECT 'l:' || instance_id || ' u' || locked_until_ms FROM " + quote(schema) + ".instance_locks",
+                    "SELECT 'w:' || instance_id || ' v' || visible_at_ms || ' t' || coalesce(lock_token, '-') "
+                            + "FROM " + quote(schema) + ".worker_queue")) {
+                try (ResultSet rs = st.executeQuery(q)) {
+                    while (rs.next()) {
+                        sb.append(rs.getString(1)).append("; ");
+                    }
+                }
+            }
+        } catch (SQLException e) {
+            sb.append(e);
+        }
+        return sb.toString();
+    }
+
+    private static Outcome fetchAndAck(PostgresProvider p, QueueKind q, Duration poll) {
+        if (q == QueueKind.WORKER) {
+            Optional<FetchedWorkItem> f = p.fetchWorkItem(LONG_LOCK, poll, null, TagFilter.any());
+            long end = System.nanoTime();
+            if (f.isEmpty()) {
+                return new Outcome(q, null, end, 0);
+            }
+            p.ackWorkItem(f.get().lockToken(), null);
+            return new Outcome(q, f.get().item().instance(), end, 1);
+        }
+        Optional<FetchedOrchestration> f = p.fetchOrchestrationItem(LONG_LOCK, poll, null);
+        long end = System.nanoTime();
+        if (f.isEmpty()) {
+            return new Outcome(q, null, end, 0);
+        }
+        p.ackOrchestrationItem(f.get().lockToken(), f.get().item().executionId(), List.of(), List.of(), List.of(),
+                ExecutionMetadata.of(LongPollHarness.ORCH, LongPollHarness.VERSION), List.of());
+        return new Outcome(q, f.get().item().instance(), end, f.get().item().messages().size());
+    }
+
+    /**
+     * A fetch that had an unsuccessful wake retries at the coalescing cadence. When its poll deadline ends inside
+     * that pause, the wake it holds was never used: it must go to another parked fetch, not vanish with it.
+     */
+    @Test
+    void a_wake_held_by_a_fetch_whose_deadline_ends_while_coalescing_goes_to_another_fetch() {
+        try (LongPollHarness h = LongPollHarness.open("lpcoalesce", NO_FALLBACK)) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            h.startInstance("locked");
+            p.enqueueForOrchestrator(event("locked", "m1"), null);
+            FetchedOrchestration held = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            Duration shortPoll = Duration.ofMillis(1_500);
+            BackgroundFetch<FetchedOrchestration> older = h.parkOrchestrator("older", shortPoll);
+            BackgroundFetch<FetchedOrchestration> younger = h.parkOrchestrator("younger", Duration.ofSeconds(10));
+            // into the older fetch's last 100 ms (time is the subject here)
+            LockSupport.parkNanos(older.startNanos() + TimeUnit.MILLISECONDS.toNanos(1_400) - System.nanoTime());
+            long wakes = h.signals.wakes();
+            p.enqueueForOrchestrator(event("locked", "m2"), null); // wakes the older fetch: the instance is locked
+            h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m2");
+            Waits.until(() -> older.parked() || older.isDone(), Duration.ofSeconds(5), () -> "older to park again");
+            long t0 = System.nanoTime();
+            p.enqueueForOrchestrator(start("fresh"), null);
+            Optional<FetchedOrchestration> got = younger.get(GET);
+            long ms = younger.millisSince(t0);
+            assertTrue(got.isPresent(), "the younger fetch never got the fresh instance");
+            assertEquals("fresh", got.get().item().instance());
+            assertTrue(ms < 500, "the fresh instance reached the younger fetch " + ms + " ms after its enqueue "
+                    + "(fallback 30 s); the older fetch " + older.describe());
+            assertEquals(Optional.empty(), older.get(GET), "the older fetch timed out empty");
+            h.ackTurn(got.get());
+            h.ackTurn(held);
+        }
+    }
+
+    // ------------------------------------------------------------------ 3. delayed visibility
+
+    @Test
+    void a_delayed_item_is_taken_at_its_visible_at_and_never_before() {
+        try (LongPollHarness h = LongPollHarness.open("lpdelay")) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            for (int i = 0; i < 2; i++) {
+                long delay = 300 + 150L * i;
+                // enqueueForOrchestrator with a delay
+                BackgroundFetch<FetchedOrchestration> f = h.parkOrchestrator("delayed", POLL);
+                long before = System.currentTimeMillis();
+                p.enqueueForOrchestrator(start("delayed-" + i), Duration.ofMillis(delay));
+                long after = System.currentTimeMillis();
+                Optional<FetchedOrchestration> turn = f.get(GET);
+                assertTrue(turn.isPresent(), "the delayed start was never fetched");
+                assertEquals("delayed-" + i, turn.get().item().instance());
+                assertTrue(f.endMillis() >= before + delay, "taken " + (before + delay - f.endMillis())
+                        + " ms before its visible-at");
+                assertTrue(f.endMillis() <= after + delay + 100, "taken " + (f.endMillis() - after - delay)
+                        + " ms after its visible-at");
+                System.out.println("[lp] delayed start: returned " + (f.endMillis() - before - delay)
+                        + ".." + (f.endMillis() - after - delay) + " ms after visible-at");
+                h.ackTurn(turn.get());
+
+                // a TimerFired whose fire time decides its visibility
+                String instance = "timer-" + i;
+                h.startInstance(instance);
+                BackgroundFetch<FetchedOrchestration> t = h.parkOrchestrator("timer", POLL);
+                long fireAt = System.currentTimeMillis() + delay;
+                WorkItem.TimerFired timer = new WorkItem.TimerFired(instance, 1, 7, fireAt);
+                p.enqueueForOrchestrator(timer, null);
+                Optional<FetchedOrchestration> fired = t.get(GET);
+                assertTrue(fired.isPresent(), "the timer was never fetched");
+                assertEquals(List.of(timer), fired.get().item().messages());
+                assertTrue(t.endMillis() >= fireAt, "timer taken " + (fireAt - t.endMillis())
+                        + " ms before its fire time");
+                assertTrue(t.endMillis() <= fireAt + 100, "timer taken " + (t.endMillis() - fireAt)
+                        + " ms after its fire time");
+                System.out.println("[lp] timer: returned " + (t.endMillis() - fireAt) + " ms after fire_at");
+                h.ackTurn(fired.get());
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ 4. crashed lease holder
+
+    @Test
+    void a_crashed_lease_holders_item_is_reclaimed_at_lease_expiry() {
+        try (LongPollHarness h = LongPollHarness.open("lplease")) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            Duration lease = Duration.ofMillis(500);
+
+            p.enqueueForWorker(activity("crash-w", 1));
+            long s = System.currentTimeMillis();
+            FetchedWorkItem first = p.fetchWorkItem(lease, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+            long e = System.currentTimeMillis();
+            // the holder "crashes": never acks, never renews
+            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("reclaim-worker", POLL);
+            FetchedWorkItem again = w.get(GET).orElseThrow(() -> new AssertionError("never reclaimed"));
+            assertEquals(first.item(), again.item());
+            assertEquals(2, again.attemptCount());
+            assertTrue(w.endMillis() >= s + 500, "reclaimed " + (s + 500 - w.endMillis())
+                    + " ms before the lease ended");
+            assertTrue(w.endMillis() < e + 650, "reclaimed " + (w.endMillis() - e - 500) + " ms after the lease ended");
+            System.out.println("[lp] worker lease reclaim: " + (w.endMillis() - e) + ".." + (w.endMillis() - s)
+                    + " ms after the crashed fetch");
+            p.ackWorkItem(again.lockToken(), null);
+
+            p.enqueueForOrchestrator(start("crash-o"), null);
+            s = System.currentTimeMillis();
+            FetchedOrchestration turn = p.fetchOrchestrationItem(lease, Duration.ZERO, null).orElseThrow();
+            e = System.currentTimeMillis();
+            BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("reclaim-orchestrator", POLL);
+            FetchedOrchestration retaken = o.get(GET).orElseThrow(() -> new AssertionError("instance never reclaimed"));
+            assertEquals("crash-o", retaken.item().instance());
+            assertEquals(turn.item().messages(), retaken.item().messages());
+            assertEquals(2, retaken.attemptCount());
+            assertTrue(o.endMillis() >= s + 500, "instance reclaimed " + (s + 500 - o.endMillis())
+                    + " ms before its lock expired");
+            assertTrue(o.endMillis() < e + 650, "instance reclaimed " + (o.endMillis() - e - 500)
+                    + " ms after its lock expired");
+            System.out.println("[lp] instance lock reclaim: " + (o.endMillis() - e) + ".." + (o.endMillis() - s)
+                    + " ms after the crashed fetch");
+            h.ackTurn(retaken);
+        }
+    }
+
+    // ------------------------------------------------------------------ 5. delayed abandon
+
+    @Test
+    void a_delayed_abandon_is_fetched_after_its_delay_not_before_and_not_at_the_timeout() {
+        try (LongPollHarness h = LongPollHarness.open("lpabandon")) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            long delay = 400;
+
+            p.enqueueForWorker(activity("abandon-w", 1));
+            FetchedWorkItem held = p.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("after-abandon", POLL);
+            long s = System.currentTimeMillis();
+            p.abandonWorkItem(held.lockToken(), Duration.ofMillis(delay), false);
+            long e = System.currentTimeMillis();
+            FetchedWorkItem back = w.get(GET).orElseThrow(() -> new AssertionError("abandoned item never fetched"));
+            assertEquals(held.item(), back.item());
+            assertTrue(w.endMillis() >= s + delay, "fetched " + (s + delay - w.endMillis()) + " ms before the delay");
+            assertTrue(w.endMillis() <= e + delay + 100, "fetched " + (w.endMillis() - e - delay)
+                    + " ms after the delay (poll timeout " + POLL.toMillis() + " ms)");
+            p.ackWorkItem(back.lockToken(), null);
+
+            h.startInstance("abandon-o");
+            p.enqueueForOrchestrator(event("abandon-o", "m1"), null);
+            FetchedOrchestration turn = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            assertEquals(List.of(event("abandon-o", "m1")), turn.item().messages());
+            BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("after-orch-abandon", POLL);
+            s = System.currentTimeMillis();
+            p.abandonOrchestrationItem(turn.lockToken(), Duration.ofMillis(delay), false);
+            e = System.currentTimeMillis();
+            FetchedOrchestration again = o.get(GET)
+                    .orElseThrow(() -> new AssertionError("abandoned turn never fetched"));
+            assertEquals(turn.item().messages(), again.item().messages());
+            assertTrue(o.endMillis() >= s + delay, "turn fetched " + (s + delay - o.endMillis())
+                    + " ms before the delay");
+            assertTrue(o.endMillis() <= e + delay + 100, "turn fetched " + (o.endMillis() - e - delay)
+                    + " ms after the delay (poll timeout " + POLL.toMillis() + " ms)");
+            h.ackTurn(again);
+        }
+    }
+
+    @Test
+    void a_delayed_orchestrator_abandon_does_not_delay_messages_that_arrived_during_the_turn() {
+        try (LongPollHarness h = LongPollHarness.open("lprelease", NO_FALLBACK)) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            h.startInstance("held");
+            p.enqueueForOrchestrator(event("held", "m1"), null);
+            FetchedOrchestration turn = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("during-turn", POLL);
+            // m2 arrives while the instance is locked: the parked fetch wakes, finds nothing claimable, parks again
+            long wakes = h.signals.wakes();
+            p.enqueueForOrchestrator(event("held", "m2"), null);
+            h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m2");
+            Waits.until(() -> o.parked() || o.isDone(), Duration.ofSeconds(5), () -> "the fetch to park again");
+            assertFalse(o.isDone(), "nothing is claimable while the instance is locked: " + o.describe());
+
+            long t0 = System.nanoTime();
+            p.abandonOrchestrationItem(turn.lockToken(), Duration.ofSeconds(3), false);
+            FetchedOrchestration next = o.get(GET).orElseThrow(() -> new AssertionError("m2 was never fetched"));
+            long ms = o.millisSince(t0);
+            assertEquals(List.of(event("held", "m2")), next.item().messages(), "only m2 is visible; m1 is delayed");
+            assertTrue(ms < 300, "m2 was fetched " + ms + " ms after the abandon released the instance");
+            System.out.println("[lp] release hint after delayed abandon: " + ms + " ms");
+            h.ackTurn(next);
+        }
+    }
+
+    // ------------------------------------------------------------------ 6. session lease expiry
+
+    @Test
+    void a_session_item_goes_to_another_owner_right_after_the_session_lease_lapses() {
+        try (LongPollHarness h = LongPollHarness.open("lpsession")) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            SessionFetchConfig ownerA = new SessionFetchConfig("owner-a", Duration.ofMillis(500));
+            SessionFetchConfig ownerB = new SessionFetchConfig("owner-b", Duration.ofSeconds(30));
+            p.enqueueForWorker(activity("sess", 1, "session-1", null));
+            long s = System.currentTimeMillis();
+            FetchedWorkItem a = p.fetchWorkItem(LONG_LOCK, Duration.ZERO, ownerA, TagFilter.any()).orElseThrow();
+            long e = System.currentTimeMillis();
+            p.ackWorkItem(a.lockToken(), null); // A holds the session lease, then goes silent
+
+            BackgroundFetch<FetchedWorkItem> b = h.parkWorker("owner-b", POLL, ownerB, TagFilter.any());
+            WorkItem.ActivityExecute second = activity("sess", 2, "session-1", null);
+            p.enqueueForWorker(second);
+            FetchedWorkItem got = b.get(GET)
+                    .orElseThrow(() -> new AssertionError("owner B never got the session item"));
+            assertEquals(second, got.item());
+            assertTrue(b.endMillis() >= s + 500, "owner B got it " + (s + 500 - b.endMillis())
+                    + " ms before A's session lease lapsed");
+            assertTrue(b.endMillis() < e + 650, "owner B got it " + (b.endMillis() - e - 500)
+                    + " ms after A's session lease lapsed");
+            System.out.println("[lp] session takeover: " + (b.endMillis() - e - 500) + ".." + (b.endMillis() - s - 500)
+                    + " ms after the session lease end");
+            p.ackWorkItem(got.lockToken(), null);
+        }
+    }
+
+    // ------------------------------------------------------------------ 7. filtered consumers
+
+    @Test
+    void filtered_consumers_are_not_starved() {
+        try (LongPollHarness h = LongPollHarness.open("lpfilter", NO_FALLBACK)) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            Duration poll = Duration.ofSeconds(20);
+            SessionFetchConfig session = new SessionFetchConfig("owner-s", Duration.ofSeconds(30));
+            Map<String, BackgroundFetch<FetchedWorkItem>> waiters = new LinkedHashMap<>();
+            // oldest first: the plain consumer is the first any untagged hint reaches
+            waiters.put("default", h.parkWorker("default", poll, null, TagFilter.defaultOnly()));
+            waiters.put("gpu", h.parkWorker("gpu", poll, null, TagFilter.tags("gpu")));
+            waiters.put("cpu", h.parkWorker("cpu", poll, null, TagFilter.tags("cpu")));
+            waiters.put("session", h.parkWorker("session", poll, session, TagFilter.defaultOnly()));
+
+            Map<String, WorkItem.ActivityExecute> items = new LinkedHashMap<>();
+            items.put("gpu", activity("filter", 1, null, "gpu"));
+            items.put("cpu", activity("filter", 2, null, "cpu"));
+            items.put("session", activity("filter", 3, "session-9", null));
+            items.put("default", activity("filter", 4, null, null));
+            for (Map.Entry<String, WorkItem.ActivityExecute> e : items.entrySet()) {
+                String kind = e.getKey();
+                BackgroundFetch<FetchedWorkItem> target = waiters.get(kind);
+                long t0 = System.nanoTime();
+                p.enqueueForWorker(e.getValue());
+                Optional<FetchedWorkItem> got = target.get(GET);
+                long ms = target.millisSince(t0);
+                assertTrue(got.isPresent(), "the " + kind + " consumer returned empty");
+                assertEquals(e.getValue(), got.get().item(), "the " + kind + " consumer got the " + kind + " item");
+                assertTrue(ms < 500, "the " + kind + " consumer got its item " + ms + " ms after the enqueue");
+                for (Map.Entry<String, BackgroundFetch<FetchedWorkItem>> other : waiters.entrySet()) {
+                    if (!other.getKey().equals(kind)) {
+                        assertFalse(other.getValue().isDone(), "the " + other.getKey() + " consumer returned "
+                                + "while a " + kind + " item was handed out: " + other.getValue().describe());
+                    }
+                }
+                System.out.println("[lp] filtered consumer " + kind + ": " + ms + " ms");
+                p.ackWorkItem(got.get().lockToken(), null);
+                waiters.put(kind, h.parkWorker(kind, poll, kind.equals("session") ? session : null,
+                        kind.equals("gpu") ? TagFilter.tags("gpu") : kind.equals("cpu") ? TagFilter.tags("cpu")
+                                : TagFilter.defaultOnly()));
+            }
+            waiters.values().forEach(BackgroundFetch::interrupt);
+            for (BackgroundFetch<FetchedWorkItem> w : waiters.values()) {
+                assertEquals(Optional.empty(), w.get(GET));
+            }
+        }
+    }
+
+    @Test
+    void a_session_item_is_not_starved_behind_several_plain_consumers() {
+        try (LongPollHarness h = LongPollHarness.open("lpstarve", NO_FALLBACK)) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            Duration poll = Duration.ofSeconds(20);
+            SessionFetchConfig session = new SessionFetchConfig("owner-s", Duration.ofSeconds(30));
+            List<BackgroundFetch<FetchedWorkItem>> plain = List.of(
+                    h.parkWorker("plain-default", poll, null, TagFilter.defaultOnly()),
+                    h.parkWorker("plain-any", poll, null, TagFilter.any()),
+                    h.parkWorker("plain-default-and", poll, null, TagFilter.defaultAnd("gpu")));
+            BackgroundFetch<FetchedWorkItem> s = h.parkWorker("session", poll, session, TagFilter.any());
+            WorkItem.ActivityExecute item = activity("starve", 1, "session-7", null);
+            long t0 = System.nanoTime();
+            p.enqueueForWorker(item);
+            Optional<FetchedWorkItem> got = s.get(GET);
+            long ms = s.millisSince(t0);
+            assertEquals(Optional.of(item), got.map(FetchedWorkItem::item));
+            assertTrue(ms < 500, "the only consumer that can take a session item got it " + ms + " ms after the "
+                    + "enqueue (fallback 30 s)");
+            for (BackgroundFetch<FetchedWorkItem> f : plain) {
+                assertFalse(f.isDone(), f.describe());
+                f.interrupt();
+                assertEquals(Optional.empty(), f.get(GET));
+            }
+            p.ackWorkItem(got.get().lockToken(), null);
+        }
+    }
+
+    /**
+     * Rolling upgrade: an old dispatcher (versions 1.x) parked before a new one (2.x). A message for an instance
+     * pinned to 2.0.0 must reach the 2.x dispatcher, at the latest through the one-second fallback, not after its
+     * poll timeout. (Routes cannot see version filters: the notification's wake goes to the older 1.x dispatcher,
+     * which cannot use it; only the fallback probe, which wakes every idle orchestrator fetch, reaches the 2.x one.)
+     */
+    @Test
+    void a_version_filtered_orchestrator_dispatcher_is_not_starved() {
+        try (LongPollHarness h = LongPollHarness.open("lpversion")) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            p.enqueueForOrchestrator(start("pinned"), null);
+            FetchedOrchestration first = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            p.ackOrchestrationItem(first.lockToken(), 1, List.of(), List.of(), List.of(),
+                    ExecutionMetadata.of(LongPollHarness.ORCH, "2.0.0").withPinnedVersion(new SemVer(2, 0, 0)),
+                    List.of());
+            DispatcherCapabilityFilter v1 = DispatcherCapabilityFilter.of(
+                    new SemverRange(new SemVer(1, 0, 0), new SemVer(1, 999, 999)));
+            DispatcherCapabilityFilter v2 = DispatcherCapabilityFilter.of(
+                    new SemverRange(new SemVer(2, 0, 0), new SemVer(2, 999, 999)));
+            Duration poll = Duration.ofSeconds(20);
+            List<BackgroundFetch<FetchedOrchestration>> old = List.of(h.parkOrchestrator("v1-a", poll, v1),
+                    h.parkOrchestrator("v1-b", poll, v1));
+            BackgroundFetch<FetchedOrchestration> fresh = h.parkOrchestrator("v2", poll, v2);
+            long t0 = System.nanoTime();
+            p.enqueueForOrchestrator(event("pinned", "go"), null);
+            Optional<FetchedOrchestration> got = fresh.get(GET);
+            long ms = fresh.millisSince(t0);
+            assertTrue(got.isPresent(), "the 2.x dispatcher returned empty after " + ms + " ms");
+            assertEquals("pinned", got.get().item().instance());
+            long bound = h.provider.config().fallbackPollInterval().toMillis() + 500;
+            assertTrue(ms < bound, "the 2.x dispatcher got its message " + ms + " ms after the enqueue; the fallback "
+                    + "runs every " + h.provider.config().fallbackPollInterval().toMillis() + " ms");
+            System.out.println("[lp] version-filtered dispatcher behind older ones: " + ms + " ms");
+            for (BackgroundFetch<FetchedOrchestration> f : old) {
+                assertFalse(f.isDone(), f.describe());
+                f.interrupt();
+                assertEquals(Optional.empty(), f.get(GET));
+            }
+            h.ackTurn(got.get());
+        }
+    }
+
+    // ------------------------------------------------------------------ 10. pollTimeout = 0
+
+    @Test
+    void a_zero_poll_timeout_never_waits() {
+        try (LongPollHarness h = LongPollHarness.open("lpzero")) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            long worst = 0;
+            for (int i = 0; i < 20; i++) {
+                long t0 = System.nanoTime();
+                Optional<FetchedWorkItem> w = p.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any());
+                long t1 = System.nanoTime();
+                Optional<FetchedOrchestration> o = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null);
+                long t2 = System.nanoTime();
+                assertTrue(w.isEmpty() && o.isEmpty(), "queues are empty");
+                long a = TimeUnit.NANOSECONDS.toMillis(t1 - t0);
+                long b = TimeUnit.NANOSECONDS.toMillis(t2 - t1);
+                assertTrue(a < 100 && b < 100, "zero-timeout fetches took " + a + " ms and " + b + " ms");
+                worst = Math.max(worst, Math.max(a, b));
+            }
+            assertEquals(0, h.poller().waiting());
+            System.out.println("[lp] zero poll timeout on empty queues: worst " + worst + " ms");
+        }
+    }
+
+    @Test
+    void an_unbounded_poll_timeout_parks_like_any_other() {
+        try (LongPollHarness h = LongPollHarness.open("lpforever")) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            Duration forever = Duration.ofSeconds(Long.MAX_VALUE); // beyond what Duration.toNanos() can express
+            BackgroundFetch<FetchedWorkItem> w = BackgroundFetch.start("forever",
+                    () -> p.fetchWorkItem(LONG_LOCK, forever, null, TagFilter.any()))
+                    .awaitParked(Duration.ofSeconds(5));
+            BackgroundFetch<FetchedOrchestration> o = BackgroundFetch.start("forever-orchestrator",
+                    () -> p.fetchOrchestrationItem(LONG_LOCK, forever, null)).awaitParked(Duration.ofSeconds(5));
+            long t0 = System.nanoTime();
+            p.enqueueForWorker(activity("forever", 1));
+            p.enqueueForOrchestrator(start("forever"), null);
+            FetchedWorkItem got = w.get(GET).orElseThrow(() -> new AssertionError("empty"));
+            FetchedOrchestration turn = o.get(GET).orElseThrow(() -> new AssertionError("empty"));
+            assertTrue(w.millisSince(t0) < 500 && o.millisSince(t0) < 500,
+                    "woken after " + w.millisSince(t0) + " / " + o.millisSince(t0) + " ms");
+            p.ackWorkItem(got.lockToken(), null);
+            h.ackTurn(turn);
+        }
+    }
+
+    @Test
+    void the_poll_deadline_bounds_only_the_wait_never_a_claim_in_flight() throws Exception {
+        try (LongPollHarness h = LongPollHarness.open("lpinflight")) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            WorkItem.ActivityExecute item = activity("inflight", 1);
+            p.enqueueForWorker(item);
+            Duration poll = Duration.ofMillis(200);
+            BackgroundFetch<FetchedWorkItem> f;
+            long t0;
+            try (Connection blocker = TestDatabase.connect()) {
+                blocker.setAutoCommit(false);
+                try (Statement st = blocker.createStatement()) {
+                    st.execute("LOCK TABLE " + quote(h.schema) + ".worker_queue IN ACCESS EXCLUSIVE MODE");
+                }
+                t0 = System.nanoTime();
+                f = BackgroundFetch.start("inflight", () -> p.fetchWorkItem(LONG_LOCK, poll, null, TagFilter.any()));
+                // the fetch's first claim is now stuck behind the lock
+                Waits.until(() -> lockWaiters(h.schema) >= 1, Duration.ofSeconds(5), () -> "the claim to block");
+                // keep the claim in flight well past the poll deadline (time is the subject here)
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(600));
+                assertFalse(f.isDone(), "the claim returned while the table was locked: " + f.describe());
+                blocker.commit();
+            }
+            Optional<FetchedWorkItem> got = f.get(GET);
+            long ms = f.millisSince(t0);
+            assertEquals(Optional.of(item), got.map(FetchedWorkItem::item),
+                    "a claim that outlived the poll deadline still returns what it claimed");
+            assertTrue(ms >= 600, "returned after " + ms + " ms, before the lock was released");
+            assertTrue(ms < 600 + 1_000, "returned " + ms + " ms after it started");
+            p.ackWorkItem(got.get().lockToken(), null);
+        }
+    }
+
+    // ------------------------------------------------------------------ 11. wakes per item
+
+    @Test
+    void one_item_wakes_at_most_two_of_sixteen_parked_fetches() {
+        try (LongPollHarness h = LongPollHarness.open("lpwakes", b -> b.poolSize(6)
+                .fallbackPollInterval(Duration.ofSeconds(30)))) {
+            PostgresProvider p = h.provider;
+            LongPoller poller = h.poller();
+            h.warmUp();
+            Duration poll = Duration.ofSeconds(30);
+            List<BackgroundFetch<FetchedWorkItem>> parked = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                parked.add(h.parkWorker("w" + i, poll));
+            }
+            for (int n = 0; n < 5; n++) {
+                long before = poller.wakesIssued();
+                int notes = h.signals.notificationCount();
+                WorkItem.ActivityExecute item = activity("fanout", n);
+                p.enqueueForWorker(item);
+                BackgroundFetch<FetchedWorkItem> winner = awaitAnyDone(parked, GET);
+                FetchedWorkItem got = winner.get(GET).orElseThrow(() -> new AssertionError("empty: "
+                        + winner.describe()));
+                assertEquals(item, got.item());
+                // the enqueue's notification and the claim's lease hint have both been routed: every wake this
+                // item caused has been issued (the winner handed back any unused wake before returning)
+                h.signals.await(() -> h.signals.notificationCount() >= notes + 2, Duration.ofSeconds(5),
+                        "the enqueue and lease notifications");
+                long wakes = poller.wakesIssued() - before;
+                assertTrue(wakes >= 1 && wakes <= 2, "one item caused " + wakes + " wakes among 16 parked fetches; "
+                        + "notifications " + h.signals.notificationsSince(notes));
+                for (BackgroundFetch<FetchedWorkItem> f : parked) {
+                    if (f != winner) {
+                        assertFalse(f.isDone(), "a second fetch returned: " + f.describe());
+                    }
+                }
+                System.out.println("[lp] item " + n + ": " + wakes + " wake(s)");
+                p.ackWorkItem(got.lockToken(), null);
+                parked.remove(winner);
+                parked.add(h.parkWorker("w" + (16 + n), poll));
+            }
+            parked.forEach(BackgroundFetch::interrupt);
+            for (BackgroundFetch<FetchedWorkItem> f : parked) {
+                assertEquals(Optional.empty(), f.get(GET));
+            }
+        }
+    }
+
+    private static <T> BackgroundFetch<T> awaitAnyDone(List<BackgroundFetch<T>> fetches, Duration timeout) {
+        BackgroundFetch<T>[] done = newArray(1);
+        Waits.until(() -> {
+            for (BackgroundFetch<T> f : fetches) {
+                if (f.isDone()) {
+                    done[0] = f;
+                    return true;
+                }
+            }
+            return false;
+        }, timeout, () -> "any of " + fetches.size() + " fetches to return");
+        return done[0];
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> BackgroundFetch<T>[] newArray(int n) {
+        return (BackgroundFetch<T>[]) new BackgroundFetch<?>[n];
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    /** The URL with {@code synchronous_commit=off} for its sessions. */
+    static String asyncCommit(String url) {
+        return url + (url.contains("?") ? "&" : "?") + "options=-c%20synchronous_commit%3Doff";
+    }
+
+    static String quote(String schema) {
+        return '"' + schema.replace("\"", "\"\"") + '"';
+    }
+
+    /** pgdurable pool connections of {@code schema} waiting on a heavyweight lock right now. */
+    static int lockWaiters(String schema) {
+        try (Connection c = TestDatabase.connect(); PreparedStatement ps = c.prepareStatement(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgdurable' "
+                        + "AND wait_event_type = 'Lock' AND position(? in query) > 0")) {
+            ps.setString(1, schema);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,148 @@
+package io.pgdurable.postgres.longpoll;
+
+import io.pgdurable.longpoll.LongPollSignals;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Records what the long-poll machinery reports, so tests wait on events (listening, scans, notifications, wakes)
+ * instead of sleeping. Every wait is bounded and fails with a message saying what did not happen.
+ */
+final class SignalRecorder implements LongPollSignals {
+    private final Object monitor = new Object();
+    private final AtomicInteger listens = new AtomicInteger();
+    private final AtomicInteger reconnects = new AtomicInteger();
+    private final AtomicInteger connectionsLost = new AtomicInteger();
+    private final AtomicInteger scansOk = new AtomicInteger();
+    private final AtomicInteger scansTimedOut = new AtomicInteger();
+    private final AtomicLong fallbackPolls = new AtomicLong();
+    private final AtomicLong wakes = new AtomicLong();
+    private final List<String> notifications = new ArrayList<>();
+
+    @Override
+    public void listening(boolean reconnect) {
+        listens.incrementAndGet();
+        if (reconnect) {
+            reconnects.incrementAndGet();
+        }
+        changed();
+    }
+
+    @Override
+    public void connectionLost(Throwable cause) {
+        connectionsLost.incrementAndGet();
+        changed();
+    }
+
+    @Override
+    public void notification(String payload) {
+        synchronized (monitor) {
+            notifications.add(payload);
+            monitor.notifyAll();
+        }
+    }
+
+    @Override
+    public void scanFinished(boolean timedOut) {
+        (timedOut ? scansTimedOut : scansOk).incrementAndGet();
+        changed();
+    }
+
+    @Override
+    public void fallbackPoll() {
+        fallbackPolls.incrementAndGet();
+        changed();
+    }
+
+    @Override
+    public void waiterWoken(String queue) {
+        wakes.incrementAndGet();
+        changed();
+    }
+
+    private void changed() {
+        synchronized (monitor) {
+            monitor.notifyAll();
+        }
+    }
+
+    int listens() {
+        return listens.get();
+    }
+
+    int reconnects() {
+        return reconnects.get();
+    }
+
+    int connectionsLost() {
+        return connectionsLost.get();
+    }
+
+    int scansOk() {
+        return scansOk.get();
+    }
+
+    int scansTimedOut() {
+        return scansTimedOut.get();
+    }
+
+    int scansFinished() {
+        return scansOk.get() + scansTimedOut.get();
+    }
+
+    long fallbackPolls() {
+        return fallbackPolls.get();
+    }
+
+    long wakes() {
+        return wakes.get();
+    }
+
+    int notificationCount() {
+        synchronized (monitor) {
+            return notifications.size();
+        }
+    }
+
+    List<String> notificationsSince(int index) {
+        synchronized (monitor) {
+            return List.copyOf(notifications.subList(Math.min(index, notifications.size()), notifications.size()));
+        }
+    }
+
+    /** Waits until {@code condition} holds (re-checked on every signal and at least every 5 ms). */
+    void await(BooleanSupplier condition, Duration timeout, String what) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (monitor) {
+            while (!condition.getAsBoolean()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting for " + what
+                            + " (" + this + ")");
+                }
+                try {
+                    monitor.wait(Math.max(1, Math.min(5, TimeUnit.NANOSECONDS.toMillis(left))));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new AssertionError("interrupted while waiting for " + what, e);
+                }
+            }
+        }
+    }
+
+    void awaitListening(Duration timeout) {
+        await(() -> listens.get() > 0, timeout, "the listener to LISTEN");
+    }
+
+    @Override
+    public String toString() {
+        return "signals{listens=" + listens + ", lost=" + connectionsLost + ", scansOk=" + scansOk + ", scansTimedOut="
+                + scansTimedOut + ", fallbackPolls=" + fallbackPolls + ", wakes=" + wakes + ", notifications="
+                + notificationCount() + "}";
+    }
+}
