@@ -23,7 +23,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "pgdurable", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
         description = "Schema tool for pgdurable, the PostgreSQL provider for durable-workflow runtimes.",
-        subcommands = {MigrateCommand.class, ActivateCommand.class, StatusCommand.class, CommandLine.HelpCommand.class},
+        subcommands = {MigrateCommand.class, ActivateCommand.class, StatusCommand.class, BenchCommand.class,
+                CommandLine.HelpCommand.class},
         footer = {"", "Exit codes: 0 success, 1 provider/database error, 2 usage error."})
 public final class PgDurableCli implements Callable<Integer> {
     static final String VERSION = "pgdurable 0.1.0";

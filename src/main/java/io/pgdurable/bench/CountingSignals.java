@@ -1,0 +1,66 @@
+package io.pgdurable.bench;
+
+import io.pgdurable.longpoll.LongPollSignals;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** Counts the long-poll machinery's moments (notifications, fallback probes, scans, wakes, reconnects). */
+final class CountingSignals implements LongPollSignals {
+    private final AtomicLong notifications = new AtomicLong();
+    private final AtomicLong fallbackProbes = new AtomicLong();
+    private final AtomicLong scans = new AtomicLong();
+    private final AtomicLong wakes = new AtomicLong();
+    private final AtomicLong reconnects = new AtomicLong();
+    private volatile boolean listening;
+
+    @Override
+    public void listening(boolean reconnect) {
+        listening = true;
+        if (reconnect) {
+            reconnects.incrementAndGet();
+        }
+    }
+
+    @Override
+    public void notification(String payload) {
+        notifications.incrementAndGet();
+    }
+
+    @Override
+    public void scanFinished(boolean timedOut) {
+        scans.incrementAndGet();
+    }
+
+    @Override
+    public void fallbackPoll() {
+        fallbackProbes.incrementAndGet();
+    }
+
+    @Override
+    public void waiterWoken(String queue) {
+        wakes.incrementAndGet();
+    }
+
+    boolean listening() {
+        return listening;
+    }
+
+    /** The counts so far. */
+    Map<String, Long> snapshot() {
+        Map<String, Long> m = new LinkedHashMap<>();
+        m.put("notifications", notifications.get());
+        m.put("fallbackProbes", fallbackProbes.get());
+        m.put("timerScans", scans.get());
+        m.put("wakes", wakes.get());
+        m.put("reconnects", reconnects.get());
+        return m;
+    }
+
+    /** {@code after - before}, per count. */
+    static Map<String, Long> delta(Map<String, Long> before, Map<String, Long> after) {
+        Map<String, Long> m = new LinkedHashMap<>();
+        after.forEach((k, v) -> m.put(k, v - before.getOrDefault(k, 0L)));
+        return m;
+    }
+}

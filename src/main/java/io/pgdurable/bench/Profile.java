@@ -1,0 +1,36 @@
+package io.pgdurable.bench;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * How long and how many: the default profile (the whole run in under about ten minutes) and {@code --quick} (a few
+ * seconds per scenario, for tests: it checks the harness, not the speed).
+ *
+ * @param idleWarmup          settling time before an idle window is counted
+ * @param idleWindowLong      long-polling window at {@link #idleWaiters} (a multiple of the 30 s poll timeout, so
+ *                            every parked fetch is re-issued a whole number of times)
+ * @param idleWindowLongSweep long-polling window at the other waiter counts
+ * @param idleWindowShort     short-polling window at every waiter count (short polling is steady at once)
+ * @param idleSweep           the waiter counts of the flatness check
+ */
+record Profile(String name, Duration idleWarmup, Duration idleWindowLong, Duration idleWindowLongSweep,
+               Duration idleWindowShort, int idleWaiters, List<Integer> idleSweep, int wakeSamples, int timerSamples,
+               Duration timerMaxDelay, int leaseSamples, int wakesPerItemItems, Duration throughputWarmup,
+               Duration throughputWindow, Duration fanoutWarmup, Duration fanoutWindow, Duration notifyPhase,
+               int notifyRounds) {
+
+    static final Profile DEFAULT = new Profile("default", Duration.ofSeconds(3), Duration.ofSeconds(60),
+            Duration.ofSeconds(30), Duration.ofSeconds(10), 32, List.of(8, 32, 64), 300, 200, Duration.ofMillis(1500),
+            60, 300, Duration.ofSeconds(2), Duration.ofSeconds(12), Duration.ofSeconds(2), Duration.ofSeconds(12),
+            Duration.ofSeconds(6), 1);
+
+    static final Profile QUICK = new Profile("quick", Duration.ofMillis(500), Duration.ofSeconds(2),
+            Duration.ofSeconds(1), Duration.ofSeconds(1), 32, List.of(8, 32, 64), 20, 20, Duration.ofMillis(300), 5,
+            30, Duration.ofMillis(300), Duration.ofSeconds(1), Duration.ofMillis(300), Duration.ofSeconds(1),
+            Duration.ofMillis(600), 1);
+
+    boolean quick() {
+        return this == QUICK;
+    }
+}

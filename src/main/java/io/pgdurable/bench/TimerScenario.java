@@ -1,0 +1,184 @@
+package io.pgdurable.bench;
+
+import io.pgdurable.spi.Event;
+import io.pgdurable.spi.Events;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.WorkItem;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Timer accuracy: delayed orchestrator items, half {@code TimerFired} with a {@code fire_at} for a running instance,
+ * half a {@code StartOrchestration} enqueued with a delay. Lateness = the dispatcher's clock when its fetch returns
+ * the item minus the item's visible-at time (exact: the fire time, or the enqueue's own {@code now} read through the
+ * provider's clock plus the delay). A negative lateness is an early delivery.
+ */
+final class TimerScenario extends PairedScenario {
+    private static final Duration LOCK = Duration.ofMinutes(10);
+    private static final String NAME = "Timers";
+    private static final int DISPATCHERS = 4;
+
+    @Override
+    public String name() {
+        return "timer";
+    }
+
+    @Override
+    public String title() {
+        return "Timer accuracy of delayed items";
+    }
+
+    @Override
+    String description() {
+        return DISPATCHERS + " orchestrator dispatchers wait; the producer enqueues delayed items one by one, each "
+                + "becoming visible 50 ms to the maximum delay later (random): even items are TimerFired messages "
+                + "(fire_at) for running instances, odd ones StartOrchestration messages enqueued with a delay. "
+                + "Lateness = fetch return minus visible-at; a delivery before visible-at counts as early.";
+    }
+
+    @Override
+    Map<String, Object> settings(Profile p) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("samples", p.timerSamples());
+        m.put("dispatchers", DISPATCHERS);
+        m.put("delayMillis", List.of(50, p.timerMaxDelay().toMillis()));
+        m.put("paceMillis", pace(p));
+        return m;
+    }
+
+    private static long pace(Profile p) {
+        return p.quick() ? 20 : 50;
+    }
+
+    @Override
+    ModeResult runMode(Mode mode, BenchContext ctx) throws Exception {
+        Profile prof = ctx.profile();
+        int samples = prof.timerSamples();
+        int timers = (samples + 1) / 2;
+        String prefix = "tm-" + mode.key() + "-";
+        Map<Integer, Long> visibleAt = new ConcurrentHashMap<>();
+        Map<Integer, Boolean> delivered = new ConcurrentHashMap<>();
+        LatencyRecorder all = new LatencyRecorder();
+        LatencyRecorder timerFired = new LatencyRecorder();
+        LatencyRecorder delayed = new LatencyRecorder();
+        AtomicLong early = new AtomicLong();
+        AtomicInteger started = new AtomicInteger();
+        Workers dispatchers = new Workers();
+        try (Hub hub = ctx.hub(name(), mode, DISPATCHERS + 2)) {
+            OrchestrationProvider p = hub.provider();
+            dispatchers.start("timer-orch", DISPATCHERS, i -> () -> {
+                Optional<FetchedOrchestration> f = mode.pollOrchestration(p, LOCK);
+                if (f.isEmpty()) {
+                    return;
+                }
+                long returnedMicros = RecordingClock.nowMicros();
+                FetchedOrchestration turn = f.get();
+                for (WorkItem m : turn.item().messages()) {
+                    int sample = -1;
+                    if (m instanceof WorkItem.TimerFired t) {
+                        sample = (int) t.id();
+                    } else if (m instanceof WorkItem.StartOrchestration s && s.instance().contains("-d-")) {
+                        sample = Integer.parseInt(s.instance().substring(s.instance().lastIndexOf('-') + 1));
+                    }
+                    if (sample >= 0 && delivered.putIfAbsent(sample, true) == null) {
+                        long lateness = returnedMicros - visibleAtOf(visibleAt, sample) * 1000L;
+                        if (lateness < 0) {
+                            early.incrementAndGet();
+                        }
+                        all.recordMicros(lateness);
+                        (sample % 2 == 0 ? timerFired : delayed).recordMicros(lateness);
+                    }
+                }
+                ack(p, turn, started);
+            });
+            // Setup: the running instances that receive the timers.
+            for (int j = 0; j < timers; j++) {
+                p.enqueueForOrchestrator(new WorkItem.StartOrchestration(prefix + "t-" + j, NAME, "{}", "1.0.0"),
+                        null);
+            }
+            if (!Pause.until(() -> started.get() >= timers || dispatchers.failure() != null, 60_000)) {
+                throw new IllegalStateException("timer: only " + started.get() + " of " + timers
+                        + " instances started within 60 s");
+            }
+            dispatchers.check();
+            hub.awaitParked(DISPATCHERS, 10_000);
+            long maxDelay = prof.timerMaxDelay().toMillis();
+            for (int i = 0; i < samples; i++) {
+                long delay = 50 + ThreadLocalRandom.current().nextLong(maxDelay - 50 + 1);
+                if (i % 2 == 0) {
+                    long fireAt = System.currentTimeMillis() + delay;
+                    visibleAt.put(i, fireAt);
+                    p.enqueueForOrchestrator(new WorkItem.TimerFired(prefix + "t-" + (i / 2), 1, i, fireAt), null);
+                } else {
+                    p.enqueueForOrchestrator(new WorkItem.StartOrchestration(prefix + "d-" + i, NAME, "{}",
+                            "1.0.0"), Duration.ofMillis(delay));
+                    visibleAt.put(i, hub.clock().lastOnThisThread() + delay);
+                }
+                Pause.sleep(pace(prof));
+                dispatchers.check();
+            }
+            Pause.until(() -> delivered.size() >= samples || dispatchers.failure() != null, maxDelay + 10_000);
+            dispatchers.check();
+            dispatchers.stop();
+        } finally {
+            dispatchers.stop();
+            dispatchers.join();
+        }
+        return new ModeResult(mode)
+                .metric("earlyDeliveries", early.get(), "items", "delivered before visible-at")
+                .metric("undelivered", samples - delivered.size(), "items", "not delivered within max delay + 10 s")
+                .latency("lateness", all)
+                .latency("timerFired", timerFired)
+                .latency("delayedEnqueue", delayed);
+    }
+
+    /** The visible-at of a sample; it is stored right after its enqueue returns, well before it can be fetched. */
+    private static long visibleAtOf(Map<Integer, Long> visibleAt, int sample) {
+        Long v = visibleAt.get(sample);
+        for (int i = 0; v == null && i < 1000; i++) {
+            Pause.sleep(1);
+            v = visibleAt.get(sample);
+        }
+        if (v == null) {
+            throw new IllegalStateException("timer: sample " + sample + " fetched before it was recorded");
+        }
+        return v;
+    }
+
+    /** Acks a turn as a runtime would: starts, fired timers, and completes the delayed starts. */
+    private static void ack(OrchestrationProvider p, FetchedOrchestration turn, AtomicInteger started) {
+        List<Event> history = turn.item().history();
+        long next = history.isEmpty() ? 1 : history.get(history.size() - 1).eventId() + 1;
+        List<Event> delta = new java.util.ArrayList<>();
+        ExecutionMetadata metadata = ExecutionMetadata.empty();
+        boolean setupStart = false;
+        for (WorkItem m : turn.item().messages()) {
+            if (m instanceof WorkItem.StartOrchestration s) {
+                delta.add(Events.orchestrationStarted(next++, NAME, "1.0.0", "{}"));
+                metadata = ExecutionMetadata.of(NAME, "1.0.0");
+                if (s.instance().contains("-d-")) {
+                    delta.add(Events.orchestrationCompleted(next++, "null"));
+                    metadata = metadata.withStatus(ExecutionMetadata.COMPLETED, "null");
+                } else {
+                    setupStart = true;
+                }
+            } else if (m instanceof WorkItem.TimerFired t) {
+                delta.add(Events.of(next++, "TimerFired", "timer_id", t.id(), "fire_at_ms", t.fireAtMs()));
+            }
+        }
+        p.ackOrchestrationItem(turn.lockToken(), turn.item().executionId(), delta, List.of(), List.of(), metadata,
+                List.of());
+        if (setupStart) {
+            started.incrementAndGet();
+        }
+    }
+}

@@ -1,0 +1,133 @@
+package io.pgdurable.bench;
+
+import io.pgdurable.spi.Events;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.WorkItem;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Wake latency: one dispatcher waits on each queue; the producer enqueues one item at a time and takes a timestamp
+ * when the enqueue call returns (the commit); the dispatcher takes one when its fetch returns the item. The gap
+ * between items is random, so a short poller's phase is uniformly spread.
+ */
+final class WakeScenario extends PairedScenario {
+    private static final Duration LOCK = Duration.ofMinutes(10); // no lease ends inside the run
+    private static final String NAME = "Wake";
+
+    @Override
+    public String name() {
+        return "wake";
+    }
+
+    @Override
+    public String title() {
+        return "Wake latency: enqueue commit to fetch return";
+    }
+
+    @Override
+    String description() {
+        return "One dispatcher per queue waits; the producer enqueues one item at a time (worker: ActivityExecute; "
+                + "orchestrator: StartOrchestration of a new instance), alternating queues, 10-30 ms apart (random). "
+                + "Latency = the dispatcher's clock when fetch returns the item minus the producer's clock when the "
+                + "enqueue call returned (after its commit). A negative sample means the fetch returned before the "
+                + "enqueue call did.";
+    }
+
+    @Override
+    Map<String, Object> settings(Profile p) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("samplesPerQueue", p.wakeSamples());
+        m.put("gapMillis", List.of(10, 30));
+        return m;
+    }
+
+    @Override
+    ModeResult runMode(Mode mode, BenchContext ctx) throws Exception {
+        int samples = ctx.profile().wakeSamples();
+        LatencyRecorder worker = new LatencyRecorder();
+        LatencyRecorder orchestrator = new LatencyRecorder();
+        BlockingQueue<Long> workerSeen = new ArrayBlockingQueue<>(4);
+        BlockingQueue<Long> orchSeen = new ArrayBlockingQueue<>(4);
+        AtomicLong negative = new AtomicLong();
+        Workers dispatchers = new Workers();
+        Map<String, Long> signals0;
+        Map<String, Long> signals;
+        String prefix = "wake-" + mode.key() + "-";
+        try (Hub hub = ctx.hub(name(), mode, 4)) {
+            OrchestrationProvider p = hub.provider();
+            dispatchers.start("wake-worker", 1, i -> () -> {
+                Optional<FetchedWorkItem> f = mode.pollWork(p, LOCK);
+                if (f.isPresent()) {
+                    long at = System.nanoTime();
+                    p.ackWorkItem(f.get().lockToken(), null);
+                    workerSeen.put(at);
+                }
+            });
+            dispatchers.start("wake-orch", 1, i -> () -> {
+                Optional<FetchedOrchestration> f = mode.pollOrchestration(p, LOCK);
+                if (f.isPresent()) {
+                    long at = System.nanoTime();
+                    FetchedOrchestration turn = f.get();
+                    p.ackOrchestrationItem(turn.lockToken(), turn.item().executionId(),
+                            List.of(Events.orchestrationStarted(1, NAME, "1.0.0", "{}"),
+                                    Events.orchestrationCompleted(2, "null")),
+                            List.of(), List.of(),
+                            ExecutionMetadata.of(NAME, "1.0.0").withStatus(ExecutionMetadata.COMPLETED, "null"),
+                            List.of());
+                    orchSeen.put(at);
+                }
+            });
+            hub.awaitParked(2, 10_000);
+            signals0 = hub.signals().snapshot();
+            for (int i = 0; i < 2 * samples; i++) {
+                Pause.sleepRandom(10, 30);
+                dispatchers.check();
+                boolean toWorker = i % 2 == 0;
+                long sent;
+                if (toWorker) {
+                    p.enqueueForWorker(new WorkItem.ActivityExecute("wake", 1, i, NAME, "{}"));
+                    sent = System.nanoTime();
+                } else {
+                    p.enqueueForOrchestrator(new WorkItem.StartOrchestration(prefix + i, NAME, "{}", "1.0.0"), null);
+                    sent = System.nanoTime();
+                }
+                Long seen = (toWorker ? workerSeen : orchSeen).poll(40, TimeUnit.SECONDS);
+                if (seen == null) {
+                    throw new IllegalStateException("wake: item " + i + " was not fetched within 40 s");
+                }
+                long latency = seen - sent;
+                if (latency < 0) {
+                    negative.incrementAndGet();
+                }
+                (toWorker ? worker : orchestrator).recordNanos(latency);
+                if ((i + 1) % 200 == 0) {
+                    ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1, 2 * samples);
+                }
+            }
+            signals = CountingSignals.delta(signals0, hub.signals().snapshot());
+            dispatchers.stop();
+        } finally {
+            dispatchers.stop();
+            dispatchers.join();
+        }
+        ModeResult r = new ModeResult(mode)
+                .latency("worker", worker)
+                .latency("orchestrator", orchestrator)
+                .detail("negativeSamples", negative.get());
+        if (mode == Mode.LONG) {
+            r.detail("longPollSignals", signals);
+        }
+        return r;
+    }
+}

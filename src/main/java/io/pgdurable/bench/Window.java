@@ -1,0 +1,79 @@
+package io.pgdurable.bench;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A counted measurement window over running workers: after a warm-up, how many units completed per second, what
+ * the server executed per unit and what the provider's backends waited on, with progress every few seconds.
+ *
+ * @param units      units completed inside the window
+ * @param seconds    the window's length
+ * @param statements server statements (or transactions) inside the window
+ * @param transactions server transactions inside the window (pg_stat_database; -1 when that is the counter anyway)
+ * @param top        the statements the server ran most inside the window (pg_stat_statements only)
+ * @param waits      what the provider's active backends waited on, sampled through the window
+ */
+record Window(long units, double seconds, long statements, long transactions,
+              java.util.List<java.util.Map<String, Object>> top, java.util.Map<String, Object> waits) {
+
+    double perSecond() {
+        return units / seconds;
+    }
+
+    double statementsPer() {
+        return units == 0 ? Double.NaN : (double) statements / units;
+    }
+
+    /** Transactions per unit beside pg_stat_statements' statements per unit; NaN without pg_stat_statements. */
+    double transactionsPer() {
+        return units == 0 || transactions < 0 ? Double.NaN : (double) transactions / units;
+    }
+
+    /**
+     * Records what the server executed per unit: {@code <prefix>statementsPer<Unit>} and, beside
+     * pg_stat_statements, {@code <prefix>transactionsPer<Unit>}.
+     */
+    void perUnit(ModeResult r, BenchContext ctx, String prefix, String unit) {
+        String name = Character.toUpperCase(unit.charAt(0)) + unit.substring(1);
+        String counted = ctx.counter().source().unit();
+        r.metric(prefix + "statementsPer" + name, statementsPer(), counted + "/" + unit,
+                "server " + counted + " per " + unit + " (" + ctx.counter().source().view() + ")");
+        if (!Double.isNaN(transactionsPer())) {
+            r.metric(prefix + "transactionsPer" + name, transactionsPer(), "transactions/" + unit,
+                    "server transactions per " + unit + " (pg_stat_database)");
+        }
+    }
+
+    static Window measure(BenchContext ctx, Workers workers, AtomicLong done, Duration warmup, Duration window,
+                          String label, String unit) throws Exception {
+        Pause.sleep(warmup.toMillis());
+        workers.check();
+        java.util.Map<String, Long> byStatement0 = ctx.counter().byStatement();
+        WaitEventSampler sampler = ctx.waits();
+        sampler.start();
+        boolean both = ctx.counter().source() == ServerStatementCounter.Source.PG_STAT_STATEMENTS;
+        long x0 = both ? ctx.counter().transactions() : 0;
+        long s0 = ctx.counter().total();
+        long d0 = done.get();
+        long t0 = System.nanoTime();
+        long end = t0 + window.toNanos();
+        long nextReport = t0 + 5_000_000_000L;
+        while (System.nanoTime() < end) {
+            Pause.sleep(Math.min(250, (end - System.nanoTime()) / 1_000_000L));
+            workers.check();
+            if (System.nanoTime() >= nextReport) {
+                ctx.progress().line("%s: %s %s/s so far", label,
+                        Num.text((done.get() - d0) / ((System.nanoTime() - t0) / 1e9)), unit);
+                nextReport += 5_000_000_000L;
+            }
+        }
+        long d1 = done.get();
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        long s1 = ctx.counter().total();
+        long x1 = both ? ctx.counter().transactions() : -1;
+        java.util.Map<String, Object> waits = sampler.stop();
+        return new Window(d1 - d0, seconds, s1 - s0, both ? x1 - x0 : -1,
+                ServerStatementCounter.top(byStatement0, ctx.counter().byStatement(), 8), waits);
+    }
+}

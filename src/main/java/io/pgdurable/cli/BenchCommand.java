@@ -1,0 +1,141 @@
+package io.pgdurable.cli;
+
+import io.pgdurable.bench.Bench;
+import io.pgdurable.bench.BenchResult;
+import io.pgdurable.bench.EmbeddedServer;
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.spi.ProviderException;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code pgdurable bench}: short polling and long polling side by side on one database (an embedded PostgreSQL with
+ * pg_stat_statements by default), with progress, a JSON result and a Markdown report with SVG charts. Exit code 0
+ * when every scenario ran (whether or not its targets were met), 1 when one failed or the database is unusable.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+        description = {"Benchmark short polling against long polling on one database: idle statements, wake "
+                + "latency, timers, lease recovery, wakes per item, throughput, fan-out, notification cost.",
+                "Without --db it starts an embedded, throw-away PostgreSQL with pg_stat_statements. The default run "
+                        + "takes about ten minutes; --quick a few seconds per scenario (checks the harness, not the "
+                        + "speed)."})
+final class BenchCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--db", paramLabel = "JDBC_URL", description = "jdbc:postgresql: URL of a database to run on "
+            + "(use one nobody else uses meanwhile: statements are counted for the whole database). The benchmark "
+            + "creates and drops schemas of its own there.")
+    String db;
+
+    @Option(names = "--json", paramLabel = "FILE", defaultValue = "pgdurable-bench.json",
+            description = "Where to write the JSON result (default: ${DEFAULT-VALUE}).")
+    Path json;
+
+    @Option(names = "--report", paramLabel = "FILE.md", defaultValue = "pgdurable-bench.md",
+            description = "Where to write the Markdown report; its SVG charts go to <name>-charts/ beside it "
+                    + "(default: ${DEFAULT-VALUE}).")
+    Path report;
+
+    @Option(names = "--quick", description = "A few seconds per scenario (for tests and smoke runs).")
+    boolean quick;
+
+    @Option(names = "--scenarios", split = ",", paramLabel = "NAME",
+            description = "Only these scenarios (comma-separated): idle, wake, timer, lease, wakes-per-item, "
+                    + "throughput, fanout, notify-overhead. Default: all.")
+    List<String> scenarios;
+
+    @Option(names = {"-v", "--verbose"}, description = "Show the libraries' log output on stderr.")
+    boolean verbose;
+
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        List<String> selected;
+        try {
+            selected = Bench.select(scenarios);
+            PostgresProviderConfig.builder().jdbcUrl(db != null ? db : "jdbc:postgresql://localhost/postgres")
+                    .build();
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), PgDurableCli.redact(e.getMessage()));
+        }
+        String command = PgDurableCli.redact("pgdurable " + String.join(" ",
+                spec.commandLine().getParseResult().originalArgs()));
+        try {
+            if (db != null) {
+                DatabaseOptions options = new DatabaseOptions();
+                options.db = db;
+                String display;
+                try (Database database = Database.open(options, out, err)) {
+                    database.pool(1).getConnection().close(); // fail fast, with the CLI's message, when unreachable
+                    display = database.displayUrl();
+                }
+                return run(db, display, false, selected, command, out, err);
+            }
+            out.println("no --db given: starting an embedded throw-away PostgreSQL with pg_stat_statements ...");
+            out.flush();
+            EmbeddedServer server;
+            try {
+                server = EmbeddedServer.start(true);
+            } catch (IOException | RuntimeException e) {
+                err.println("warning: could not start the embedded PostgreSQL with pg_stat_statements ("
+                        + e.getMessage() + "); starting it without (statements are then counted as transactions)");
+                err.flush();
+                try {
+                    server = EmbeddedServer.start(false);
+                } catch (IOException | RuntimeException again) {
+                    throw new ProviderException("embedded", "could not start an embedded PostgreSQL: "
+                            + again.getMessage() + "; pass --db JDBC_URL to use a running server", false, null, again);
+                }
+            }
+            try (EmbeddedServer s = server) {
+                return run(s.url(), PostgresProviderConfig.redactUrl(s.url()), true, selected, command, out, err);
+            }
+        } catch (ProviderException e) {
+            return PgDurableCli.fail(err, e);
+        } catch (java.sql.SQLException e) {
+            err.println("error: " + PgDurableCli.redact(e.getMessage()));
+            err.flush();
+            return 1;
+        }
+    }
+
+    private int run(String url, String display, boolean embedded, List<String> selected, String command,
+                    PrintWriter out, PrintWriter err) throws java.sql.SQLException {
+        BenchResult result;
+        try {
+            result = new Bench(url, new Bench.Options(quick, selected, display, embedded, command), out).run();
+        } catch (java.sql.SQLException | ProviderException e) {
+            throw e;
+        } catch (Exception e) {
+            err.println("error: the benchmark stopped: " + PgDurableCli.redact(String.valueOf(e.getMessage())));
+            err.flush();
+            return 1;
+        }
+        try {
+            for (Path p : result.write(json, report)) {
+                out.println("wrote " + p);
+            }
+        } catch (IOException e) {
+            err.println("error: could not write the results: " + e.getMessage());
+            err.flush();
+            return 1;
+        }
+        out.flush();
+        if (!result.failures().isEmpty()) {
+            err.println("error: scenario(s) failed: " + result.failures().keySet() + " (see the report)");
+            err.flush();
+            return 1;
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,168 @@
+package io.pgdurable.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.pgdurable.cli.PgDurableCli;
+import io.pgdurable.internal.Json;
+import io.pgdurable.postgres.TestDatabase;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Runs {@code pgdurable bench --quick} on the test database and checks the harness, not the speed: every scenario is
+ * in the JSON for both modes, every target is judged met or missed with numbers, and the Markdown report links
+ * charts that exist. No assertion on any measured figure.
+ */
+class BenchCommandTest {
+    @TempDir
+    static Path dir;
+
+    private static Map<String, Object> doc;
+    private static String markdown;
+    private static String output;
+    private static Path report;
+
+    @BeforeAll
+    @Timeout(value = 8, unit = TimeUnit.MINUTES)
+    static void runQuickBench() throws Exception {
+        String url = TestDatabase.url();
+        assumeTrue(loopback(url), "the benchmark test runs only against a loopback database");
+        Path json = dir.resolve("out/bench.json");
+        report = dir.resolve("report/bench.md");
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = PgDurableCli.run(new PrintWriter(out), new PrintWriter(err), "bench", "--quick", "--db", url,
+                "--json", json.toString(), "--report", report.toString());
+        output = out.toString();
+        assertEquals(0, code, "bench failed:\n" + out + "\n" + err);
+        doc = Json.parseObject(Files.readString(json));
+        markdown = Files.readString(report);
+    }
+
+    private static boolean loopback(String jdbcUrl) throws Exception {
+        String host = URI.create(jdbcUrl.substring("jdbc:".length())).getHost();
+        return host != null && InetAddress.getByName(host).isLoopbackAddress();
+    }
+
+    @Test
+    void progress_is_printed_while_it_runs() {
+        for (String s : Bench.SCENARIOS) {
+            assertTrue(output.contains("== " + s + ":"), "no progress line for " + s + " in:\n" + output);
+        }
+        assertTrue(output.contains("short done") && output.contains("long done"), output);
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void json_holds_every_scenario_for_both_modes_with_ratios() {
+        Map<String, Object> scenarios = (Map<String, Object>) doc.get("scenarios");
+        assertEquals(new HashSet<>(Bench.SCENARIOS), scenarios.keySet());
+        assertTrue(((Map<String, Object>) doc.get("failures")).isEmpty(), "failures: " + doc.get("failures"));
+        for (String name : Bench.SCENARIOS) {
+            Map<String, Object> s = (Map<String, Object>) scenarios.get(name);
+            for (String mode : List.of("short", "long")) {
+                Map<String, Object> m = (Map<String, Object>) s.get(mode);
+                assertNotNull(m, name + " has no " + mode + " results");
+                Map<String, Object> metrics = (Map<String, Object>) m.get("metrics");
+                Map<String, Object> latencies = (Map<String, Object>) m.get("latencies");
+                assertFalse(metrics.isEmpty() && latencies.isEmpty(), name + "/" + mode + " measured nothing");
+                metrics.forEach((k, v) -> assertTrue(((Map<String, Object>) v).get("value") instanceof Number,
+                        name + "/" + mode + " metric " + k + " has no number: " + v));
+                latencies.forEach((k, v) -> {
+                    Map<String, Object> l = (Map<String, Object>) v;
+                    if (((Number) l.get("count")).longValue() > 0) {
+                        assertTrue(l.get("p50") instanceof Number && l.get("p99") instanceof Number,
+                                name + "/" + mode + " latency " + k + ": " + l);
+                    }
+                });
+            }
+            assertFalse(((Map<String, Object>) s.get("ratiosLongToShort")).isEmpty(), name + " has no ratios");
+        }
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void json_records_machine_database_and_server_side_counting() {
+        Map<String, Object> machine = (Map<String, Object>) doc.get("machine");
+        assertTrue(((Number) machine.get("cores")).intValue() > 0);
+        assertTrue(((Number) machine.get("memoryBytes")).longValue() > 0);
+        assertNotNull(machine.get("jvm"));
+        assertNotNull(machine.get("os"));
+        Map<String, Object> db = (Map<String, Object>) doc.get("database");
+        assertTrue(String.valueOf(db.get("version")).startsWith("PostgreSQL"), String.valueOf(db.get("version")));
+        assertFalse(((Map<String, Object>) db.get("settings")).isEmpty());
+        Map<String, Object> counter = (Map<String, Object>) db.get("statementCounter");
+        assertTrue(List.of("pg_stat_statements", "pg_stat_database").contains(counter.get("source")));
+        assertFalse(String.valueOf(doc.get("command")).contains("password="), "command line not redacted");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void every_target_is_met_or_missed_with_its_figure() {
+        List<Object> targets = (List<Object>) doc.get("targets");
+        Set<String> ids = new HashSet<>();
+        for (Object o : targets) {
+            Map<String, Object> t = (Map<String, Object>) o;
+            ids.add((String) t.get("id"));
+            String status = (String) t.get("status");
+            assertTrue(t.get("limit") instanceof Number, "target without a limit: " + t);
+            assertNotNull(t.get("distance"), "target without how far: " + t);
+            if (!BatchedThroughput.available() && "throughput-batched".equals(t.get("id"))) {
+                assertEquals("not-measured", status, "batched throughput without the batching APIs: " + t);
+                assertTrue(String.valueOf(t.get("distance")).contains("batching APIs"), t.toString());
+                continue;
+            }
+            assertTrue(status.equals("met") || status.equals("missed"), "target not judged: " + t);
+            assertTrue(t.get("measured") instanceof Number, "target without its figure: " + t);
+            assertEquals(status.equals("met"), t.get("met"), t.toString());
+        }
+        for (Target t : Targets.all("statements")) {
+            assertTrue(ids.contains(t.id()), "target missing from the JSON: " + t.id());
+        }
+        assertEquals(Targets.all("statements").size(), targets.size());
+    }
+
+    @Test
+    void markdown_states_every_target_and_links_existing_svg_charts() throws Exception {
+        for (Target t : Targets.all("statements")) {
+            assertTrue(markdown.contains(t.text().replace("|", "\\|")), "target not in the report: " + t.text());
+        }
+        assertTrue(markdown.contains("met") && markdown.contains("## Machine and database"), markdown);
+        Matcher m = Pattern.compile("!\\[[^\\]]*\\]\\(([^)]+\\.svg)\\)").matcher(markdown);
+        List<String> links = new ArrayList<>();
+        while (m.find()) {
+            links.add(m.group(1));
+        }
+        assertTrue(links.size() >= 10, "expected a chart per scenario at least, found " + links);
+        for (String link : links) {
+            Path svg = report.getParent().resolve(link);
+            assertTrue(Files.isRegularFile(svg), "the report links a missing chart: " + link);
+            String text = Files.readString(svg);
+            assertTrue(text.startsWith("<svg") && text.trim().endsWith("</svg>"), link + " is not an SVG");
+        }
+        for (Object c : (List<?>) doc.get("charts")) {
+            String file = String.valueOf(((Map<?, ?>) c).get("file"));
+            assertTrue(links.contains(file), "chart in the JSON but not in the report: " + file);
+        }
+    }
+}
