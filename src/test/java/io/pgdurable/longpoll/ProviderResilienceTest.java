@@ -187,7 +187,9 @@ class ProviderResilienceTest {
             proxy.wedge();
             assertTrue(rec.lost.tryAcquire(5, TimeUnit.SECONDS), "the heartbeat found the dead link");
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - wedged);
-            assertTrue(ms <= 3_600, "detected within about 3 s, took " + ms + " ms");
+            // The 3 s bound itself (1 s silence + 2 s validation) is pinned per driver in ListenerTest; here the
+            // whole provider runs on a loaded 2-core machine, so scheduling gets a second of allowance.
+            assertTrue(ms <= 4_500, "detected within about 3 s, took " + ms + " ms");
             proxy.forward();
             assertTrue(rec.listening.tryAcquire(15, TimeUnit.SECONDS), "listening again once the link heals");
 
@@ -220,9 +222,13 @@ class ProviderResilienceTest {
                     parked.add(pool.submit(() ->
                             p.fetchWorkItem(Duration.ofSeconds(30), Duration.ofSeconds(30), null, TagFilter.any())));
                 }
-                while (p.longPoller().orElseThrow().waiting() < 2) {
+                // Registered is not yet parked: a fetch registers before its first claim. Wait until both sit in
+                // their wait, so close() meets parked fetches, not claims in flight.
+                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (parkedFetches() < 2 && System.nanoTime() < until) {
                     Thread.onSpinWait();
                 }
+                assertEquals(2, parkedFetches(), "both fetches parked");
                 proxy.wedge();
                 long start = System.nanoTime();
                 p.close();
@@ -235,5 +241,13 @@ class ProviderResilienceTest {
                 pool.shutdownNow();
             }
         }
+    }
+
+    /** Threads currently parked in a long-poll wait. */
+    private static long parkedFetches() {
+        return Thread.getAllStackTraces().values().stream()
+                .filter(stack -> java.util.Arrays.stream(stack).anyMatch(
+                        f -> f.getClassName().equals("io.pgdurable.longpoll.Waiter") && f.getMethodName().equals("await")))
+                .count();
     }
 }
