@@ -88,6 +88,7 @@ public final class Bench {
         }
         Map<String, ScenarioResult> results = new LinkedHashMap<>();
         Map<String, String> failures = new LinkedHashMap<>();
+        Map<String, double[]> load = new LinkedHashMap<>();
         Map<String, Object> counterInfo;
         String runId = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
         try (ServerStatementCounter counter = ServerStatementCounter.open(url)) {
@@ -99,8 +100,10 @@ public final class Bench {
                 for (String name : selected) {
                     Scenario s = scenario(name);
                     progress.line("== %s: %s", name, s.title());
+                    double loadBefore = MachineInfo.loadAverage();
                     try {
                         results.put(name, s.run(ctx));
+                        load.put(name, new double[] {loadBefore, MachineInfo.loadAverage()});
                     } catch (Exception | AssertionError e) {
                         String message = e.getClass().getSimpleName() + ": " + e.getMessage();
                         failures.put(name, message);
@@ -127,10 +130,9 @@ public final class Bench {
             }
         }
         double seconds = progress.elapsedSeconds();
-        machine.put("loadAverageAtEnd", Num.round(java.lang.management.ManagementFactory.getOperatingSystemMXBean()
-                .getSystemLoadAverage()));
+        machine.put("loadAverageAtEnd", Num.round(MachineInfo.loadAverage()));
         BenchResult result = new BenchResult(startedAt, seconds, profile, options, machine, server, counterInfo,
-                new ArrayList<>(results.values()), failures, targets);
+                new ArrayList<>(results.values()), failures, targets, load);
         progress.line("done in %.0f s: %s", seconds, result.summary());
         for (TargetResult t : targets) {
             out.println(String.format(Locale.ROOT, "  %-13s %-24s %s", t.status().name().toLowerCase(Locale.ROOT)

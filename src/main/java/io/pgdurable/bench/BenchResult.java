@@ -21,10 +21,11 @@ public final class BenchResult {
     private final List<ScenarioResult> scenarios;
     private final Map<String, String> failures;
     private final List<TargetResult> targets;
+    private final Map<String, double[]> load;
 
     BenchResult(Instant startedAt, double seconds, Profile profile, Bench.Options options, Map<String, Object> machine,
                 Map<String, Object> server, Map<String, Object> counter, List<ScenarioResult> scenarios,
-                Map<String, String> failures, List<TargetResult> targets) {
+                Map<String, String> failures, List<TargetResult> targets, Map<String, double[]> load) {
         this.startedAt = startedAt;
         this.seconds = seconds;
         this.profile = profile;
@@ -35,6 +36,12 @@ public final class BenchResult {
         this.scenarios = scenarios;
         this.failures = failures;
         this.targets = targets;
+        this.load = load;
+    }
+
+    /** The machine's one-minute load average when a scenario started and ended (other work on the machine shows). */
+    double[] load(String scenario) {
+        return load.get(scenario);
     }
 
     Instant startedAt() {

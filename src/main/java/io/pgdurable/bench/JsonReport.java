@@ -47,7 +47,15 @@ final class JsonReport {
         m.put("targetSummary", summary);
         Map<String, Object> scenarios = new LinkedHashMap<>();
         for (ScenarioResult s : r.scenarios()) {
-            scenarios.put(s.name(), scenario(s));
+            Map<String, Object> sm = scenario(s);
+            double[] load = r.load(s.name());
+            if (load != null) {
+                Map<String, Object> lm = new LinkedHashMap<>();
+                lm.put("start", Num.round(load[0]));
+                lm.put("end", Num.round(load[1]));
+                sm.put("machineLoadAverage", lm);
+            }
+            scenarios.put(s.name(), sm);
         }
         m.put("scenarios", scenarios);
         m.put("failures", r.failures());

@@ -29,6 +29,12 @@ final class MachineInfo {
         return m;
     }
 
+    /** The one-minute load average now (NaN where the system does not tell). */
+    static double loadAverage() {
+        double l = ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+        return l < 0 ? Double.NaN : l;
+    }
+
     private static String cpuModel() {
         try {
             List<String> lines = Files.readAllLines(Path.of("/proc/cpuinfo"));

@@ -24,16 +24,22 @@ final class MarkdownReport {
                             + "a lag of up to a second (10 s when idle).");
         }
         md.append('\n');
+        if (r.profile().quick()) {
+            md.append("\n> **Quick profile**: a few seconds per scenario to check the harness; the figures are not "
+                    + "representative and the targets below are judged on them only for completeness.\n");
+        }
         Object load = r.machine().get("loadAverage");
-        Object loadEnd = r.machine().get("loadAverageAtEnd");
         int cores = ((Number) r.machine().get("cores")).intValue();
-        if (busy(load, cores) || busy(loadEnd, cores)) {
-            md.append("\n> **The machine was busy**: load average ").append(load).append(" at the start and ")
-                    .append(loadEnd).append(" at the end on ").append(cores).append(" cores, so other work "
-                            + "competed with this run; its figures are lower bounds of what this machine does.\n");
+        if (busy(load, cores)) {
+            md.append("\n> **The machine was busy when the run started**: one-minute load average ").append(load)
+                    .append(" on ").append(cores).append(" cores. Other work may have competed with this run; the "
+                            + "load at the start and end of each scenario is listed with it (those values include "
+                            + "the benchmark's own load).\n");
         }
         if (jsonLink != null) {
-            md.append("\nMachine-readable results: [").append(jsonLink).append("](").append(jsonLink).append(").\n");
+            md.append("\nMachine-readable results: ").append(jsonLink.startsWith("../") || jsonLink.startsWith("/")
+                    ? "`" + jsonLink + "` (written by this run, outside the report's directory)"
+                    : "[" + jsonLink + "](" + jsonLink + ")").append(".\n");
         }
         md.append("\nEvery scenario runs short polling and long polling one after the other on the same database, "
                 + "each on a schema of its own. **short** = ").append(Mode.SHORT.label()).append("; **long** = ")
@@ -58,7 +64,7 @@ final class MarkdownReport {
 
         md.append("\n## Scenarios\n");
         for (ScenarioResult s : r.scenarios()) {
-            scenario(md, s, chartDir, charts);
+            scenario(md, s, r.load(s.name()), chartDir, charts);
         }
 
         md.append("\n## Machine and database\n\n| | |\n|---|---|\n");
@@ -77,7 +83,8 @@ final class MarkdownReport {
         return md.toString();
     }
 
-    private static void scenario(StringBuilder md, ScenarioResult s, String chartDir, List<Charts.Chart> charts) {
+    private static void scenario(StringBuilder md, ScenarioResult s, double[] load, String chartDir,
+                                 List<Charts.Chart> charts) {
         md.append("\n### ").append(s.title()).append(" (`").append(s.name()).append("`)\n\n");
         md.append(s.description()).append("\n\n");
         md.append("Run: ");
@@ -86,7 +93,12 @@ final class MarkdownReport {
             md.append(first ? "" : ", ").append(e.getKey()).append(" ").append(compact(e.getValue()));
             first = false;
         }
-        md.append(String.format(Locale.ROOT, "; took %.0f s.\n\n", s.seconds()));
+        md.append(String.format(Locale.ROOT, "; took %.0f s", s.seconds()));
+        if (load != null) {
+            md.append("; machine load average ").append(Num.text(load[0])).append(" → ").append(Num.text(load[1]))
+                    .append(" (this run included)");
+        }
+        md.append(".\n\n");
         md.append("| figure | short | long | long ÷ short |\n|---|---|---|---|\n");
         for (Map.Entry<String, Metric> e : s.longMode().metrics().entrySet()) {
             Metric m = e.getValue();

@@ -55,12 +55,24 @@ final class Workers {
     }
 
     /**
-     * Asks every thread to finish after its current iteration. Threads are not interrupted (an interrupt closes a
-     * pgjdbc socket mid-statement): a short poller's sleep ends within 50 ms, and a long poller's parked fetch
-     * returns when the provider is closed, which callers do after {@code stop()} and before {@link #join()}.
+     * Asks every thread to finish after its current iteration and waits (up to 5 s) until none is running a
+     * statement any more, so that closing the provider next does not cut a statement off. Threads are not interrupted
+     * (an interrupt closes a pgjdbc socket mid-statement): a short poller's sleep ends within 50 ms, and a long
+     * poller's parked fetch returns when the provider is closed, which callers do after {@code stop()} and before
+     * {@link #join()}.
      */
     void stop() {
+        if (!running) {
+            return;
+        }
         running = false;
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        int quietChecks = 0;
+        while (quietChecks < 2 && System.nanoTime() < deadline) {
+            boolean quiet = threads.stream().noneMatch(t -> t.getState() == Thread.State.RUNNABLE);
+            quietChecks = quiet ? quietChecks + 1 : 0;
+            Pause.sleep(10);
+        }
     }
 
     /** Waits for the threads (up to 15 s in all) and rethrows the first failure while running. */

@@ -25,7 +25,7 @@ import picocli.CommandLine.Spec;
         description = {"Benchmark short polling against long polling on one database: idle statements, wake "
                 + "latency, timers, lease recovery, wakes per item, throughput, fan-out, notification cost.",
                 "Without --db it starts an embedded, throw-away PostgreSQL with pg_stat_statements. The default run "
-                        + "takes about ten minutes; --quick a few seconds per scenario (checks the harness, not the "
+                        + "takes about eight minutes; --quick a few seconds per scenario (checks the harness, not the "
                         + "speed)."})
 final class BenchCommand implements Callable<Integer> {
     @Spec
