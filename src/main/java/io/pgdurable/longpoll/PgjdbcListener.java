@@ -3,17 +3,13 @@ package io.pgdurable.longpoll;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -42,7 +38,6 @@ public final class PgjdbcListener implements NotificationListener {
 
     static final int VALIDATION_TIMEOUT_SECONDS = 2;
     private static final long CLOSE_WAIT_MILLIS = 800;
-    private static final String PREFIX = "jdbc:postgresql:";
 
     private final String url;
     private final Properties properties;
@@ -58,11 +53,8 @@ public final class PgjdbcListener implements NotificationListener {
      * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
      */
     public PgjdbcListener(String jdbcUrl, Duration connectTimeout) {
-        Objects.requireNonNull(jdbcUrl, "jdbcUrl");
-        if (!jdbcUrl.startsWith(PREFIX)) {
-            throw new IllegalArgumentException("the listener expects a pgjdbc URL starting with " + PREFIX);
-        }
-        this.connectTimeout = requirePositive(connectTimeout, "connectTimeout");
+        ListenerSupport.requirePgjdbcUrl(jdbcUrl);
+        this.connectTimeout = ListenerSupport.requirePositive(connectTimeout, "connectTimeout");
         this.url = withoutParameter(jdbcUrl, "ApplicationName");
         Properties p = new Properties();
         // URL parameters win over these defaults, except the application name, which is always the listener's.
@@ -75,15 +67,6 @@ public final class PgjdbcListener implements NotificationListener {
         p.setProperty("sslResponseTimeout", Long.toString(Math.max(1, connectTimeout.toMillis())));
         p.setProperty("tcpKeepAlive", "true");
         this.properties = p;
-    }
-
-    // Deliberately independent of PgjdbcNgListener: this class must load without pgjdbc-ng on the class path.
-    private static Duration requirePositive(Duration d, String name) {
-        Objects.requireNonNull(d, name);
-        if (d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(name + " must be positive");
-        }
-        return d;
     }
 
     /** The URL without the named parameter (pgjdbc lets URL parameters override properties). */
@@ -106,9 +89,7 @@ public final class PgjdbcListener implements NotificationListener {
 
     @Override
     public Session open(String channel, Duration heartbeat, Events events) throws SQLException {
-        Objects.requireNonNull(channel, "channel");
-        Objects.requireNonNull(events, "events");
-        requirePositive(heartbeat, "heartbeat");
+        ListenerSupport.checkOpen(channel, heartbeat, events);
         PgSession session = new PgSession(channel, heartbeat, events);
         session.start();
         return session;
@@ -141,24 +122,7 @@ public final class PgjdbcListener implements NotificationListener {
 
         void start() throws SQLException {
             thread.start();
-            try {
-                ready.get(connectTimeout.toNanos(), TimeUnit.NANOSECONDS);
-            } catch (TimeoutException e) {
-                close();
-                throw new SQLTimeoutException("the listener could not connect and LISTEN within "
-                        + connectTimeout.toMillis() + " ms", "08001");
-            } catch (InterruptedException e) {
-                close();
-                Thread.currentThread().interrupt();
-                throw new SQLException("interrupted while the listener was connecting", "08001", e);
-            } catch (ExecutionException e) {
-                close();
-                Throwable cause = e.getCause();
-                if (cause instanceof SQLException) {
-                    throw (SQLException) cause;
-                }
-                throw new SQLException("the listener could not connect: " + cause, "08001", cause);
-            }
+            ListenerSupport.awaitConnected(ready, connectTimeout, this::close);
         }
 
         private void run() {

@@ -7,20 +7,16 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
@@ -77,7 +73,6 @@ public final class PgjdbcNgListener implements NotificationListener {
     static final int VALIDATION_TIMEOUT_SECONDS = 2;
     private static final long CLOSE_WAIT_MILLIS = 800;
     private static final String LISTENER_NAME = "pgdurable";
-    private static final String PGJDBC_PREFIX = "jdbc:postgresql:";
 
     private final String url;
     private final Properties properties;
@@ -96,7 +91,7 @@ public final class PgjdbcNgListener implements NotificationListener {
         Target target = convert(jdbcUrl);
         this.url = target.url();
         this.properties = target.properties();
-        this.connectTimeout = requirePositive(connectTimeout, "connectTimeout");
+        this.connectTimeout = ListenerSupport.requirePositive(connectTimeout, "connectTimeout");
     }
 
     /** The pgjdbc-ng URL and connection properties for a pgjdbc URL (the properties hold the password). */
@@ -114,11 +109,8 @@ public final class PgjdbcNgListener implements NotificationListener {
      * Other parameters are pgjdbc-specific and are left out. Errors never quote the URL (it may hold a password).
      */
     static Target convert(String jdbcUrl) {
-        Objects.requireNonNull(jdbcUrl, "jdbcUrl");
-        if (!jdbcUrl.startsWith(PGJDBC_PREFIX)) {
-            throw new IllegalArgumentException("the listener expects a pgjdbc URL starting with " + PGJDBC_PREFIX);
-        }
-        String rest = jdbcUrl.substring(PGJDBC_PREFIX.length());
+        ListenerSupport.requirePgjdbcUrl(jdbcUrl);
+        String rest = jdbcUrl.substring(ListenerSupport.PGJDBC_PREFIX.length());
         String query = "";
         int q = rest.indexOf('?');
         if (q >= 0) {
@@ -221,19 +213,9 @@ public final class PgjdbcNgListener implements NotificationListener {
         return String.join(",", out);
     }
 
-    static Duration requirePositive(Duration d, String name) {
-        Objects.requireNonNull(d, name);
-        if (d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(name + " must be positive");
-        }
-        return d;
-    }
-
     @Override
     public Session open(String channel, Duration heartbeat, Events events) throws SQLException {
-        Objects.requireNonNull(channel, "channel");
-        Objects.requireNonNull(events, "events");
-        requirePositive(heartbeat, "heartbeat");
+        ListenerSupport.checkOpen(channel, heartbeat, events);
         NgSession session = new NgSession(channel, heartbeat, events);
         session.start();
         return session;
@@ -276,24 +258,7 @@ public final class PgjdbcNgListener implements NotificationListener {
             Thread opener = new Thread(() -> connect(ready), "pgdurable-listener-connect-" + channel);
             opener.setDaemon(true);
             opener.start();
-            try {
-                ready.get(connectTimeout.toNanos(), TimeUnit.NANOSECONDS);
-            } catch (TimeoutException e) {
-                abandon(ready);
-                throw new SQLTimeoutException("the listener could not connect and LISTEN within "
-                        + connectTimeout.toMillis() + " ms", "08001");
-            } catch (InterruptedException e) {
-                abandon(ready);
-                Thread.currentThread().interrupt();
-                throw new SQLException("interrupted while the listener was connecting", "08001", e);
-            } catch (ExecutionException e) {
-                abandon(ready);
-                Throwable cause = e.getCause();
-                if (cause instanceof SQLException) {
-                    throw (SQLException) cause;
-                }
-                throw new SQLException("the listener could not connect: " + cause, "08001", cause);
-            }
+            ListenerSupport.awaitConnected(ready, connectTimeout, () -> abandon(ready));
             lastActivityNanos = System.nanoTime();
             opened = true;
             if (pendingLoss.get() != null) {
