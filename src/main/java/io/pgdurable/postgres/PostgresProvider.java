@@ -1,17 +1,17 @@
 package io.pgdurable.postgres;
 
+import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
+import static io.pgdurable.postgres.SqlRunner.singleInt;
+
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgdurable.internal.Json;
-import io.pgdurable.spi.BatchEnqueueException;
 import io.pgdurable.spi.CustomStatus;
 import io.pgdurable.spi.DispatcherCapabilityFilter;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.FetchedWorkItem;
-import io.pgdurable.spi.KvEntry;
-import io.pgdurable.spi.OrchestrationItem;
 import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.ProviderAdmin;
 import io.pgdurable.spi.ProviderException;
@@ -22,25 +22,16 @@ import io.pgdurable.spi.SystemStats;
 import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
-import java.sql.Array;
-import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLWarning;
-import java.sql.Types;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import io.pgdurable.longpoll.LongPoller;
@@ -53,40 +44,36 @@ import io.pgdurable.longpoll.Route;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import org.postgresql.ds.PGSimpleDataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The PostgreSQL provider: one schema per task hub, one function call per operation, the application clock passed
  * into every lease and visibility decision. It never sleeps or waits for work; a fetch with a poll timeout returns
  * at once in short-poll mode. The one exception is a batched fetch ({@link #fetchWorkItems}) asked to wait for a
- * minimum of items: in short-poll mode it repeats its claim every {@value #BATCH_POLL_PAUSE_MS} ms within its
- * {@code maxWait}.
+ * minimum of items: in short-poll mode it repeats its claim every {@value BatchFetcher#BATCH_POLL_PAUSE_MS} ms
+ * within its {@code maxWait}.
  *
- * <p>Batching (docs/batching.md): {@link #fetchWorkItems} claims many worker items in one call;
- * {@link #enqueueAllForWorker} and {@link #enqueueAllForOrchestrator} store lists in chunks of one statement each;
- * with {@code ackBatchSize} above 1, terminal acks are flushed together by one background thread.
+ * <p>This class wires the parts together and keeps the single-item operations; batching (docs/batching.md) lives in
+ * {@link BatchFetcher}, {@link BatchEnqueuer} and {@link BatchAcker}, the lock-token operations in {@link Leases},
+ * the orchestrator claim in {@link OrchestrationClaimer}, and connection handling and error mapping in
+ * {@link SqlRunner}.
  */
 public final class PostgresProvider implements OrchestrationProvider {
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
     private static final String VERSION = "0.1.0";
 
     private final PostgresProviderConfig config;
-    private final DataSource dataSource;
     private final HikariDataSource ownedPool;
+    private final SqlRunner db;
     private final Statements sql;
     private final Clock clock;
     private final Payloads payloads;
-    private final AtomicBoolean closed = new AtomicBoolean();
     private final PostgresAdmin admin;
     private final LongPoller longPoller;
+    private final Leases leases;
+    private final OrchestrationClaimer orchestrations;
+    private final BatchFetcher batchFetcher;
+    private final BatchEnqueuer batchEnqueuer;
     /** Batched terminal acks; null with {@code ackBatchSize} 1 (every ack is its own call). */
-    private final WorkCompleter completer;
-
-    /** Pause between claim attempts of a batched fetch waiting for its minimum in short-poll mode. */
-    static final long BATCH_POLL_PAUSE_MS = 50;
-    /** Client-side cancel of a batched ack flush that hangs (pgjdbc query timeout, whole seconds). */
-    private static final int ACK_FLUSH_TIMEOUT_SECONDS = 30;
+    private final BatchAcker acker;
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
@@ -94,13 +81,15 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.payloads = new Payloads(config.maxPayloadBytes());
         this.sql = new Statements(config.schema());
         this.admin = new PostgresAdmin(this, sql, clock);
+        DataSource dataSource;
         if (config.dataSource() != null) {
-            this.dataSource = config.dataSource();
+            dataSource = config.dataSource();
             this.ownedPool = null;
         } else {
             this.ownedPool = openPool(config);
-            this.dataSource = ownedPool;
+            dataSource = ownedPool;
         }
+        this.db = new SqlRunner(dataSource);
         LongPoller poller = null;
         try {
             SchemaMigrator migrator = new SchemaMigrator(migrationSource(config), config);
@@ -129,19 +118,24 @@ public final class PostgresProvider implements OrchestrationProvider {
             if (poller != null) {
                 poller.close();
             }
-            closed.set(true);
+            db.markClosed();
             if (ownedPool != null) {
                 ownedPool.close();
             }
             throw e;
         }
         this.longPoller = poller;
+        this.leases = new Leases(db, sql, clock);
+        this.orchestrations = new OrchestrationClaimer(db, sql, clock, leases);
+        this.batchFetcher = new BatchFetcher(db, sql, clock, leases, config.fetchBatchMaxBytes(), longPoller);
+        this.batchEnqueuer = new BatchEnqueuer(db, sql, payloads, clock, config.enqueueChunkItems(),
+                config.enqueueChunkBytes(), config.enqueueRetryBudget());
         if (config.ackBatchSize() > 1) {
-            this.completer = new WorkCompleter("pgdurable-acks-" + config.schema(), "ackWorkItem",
-                    config.ackBatchSize(), config.ackFlushIdle(), this::flushAcks);
-            this.completer.start();
+            this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
+                    config.connectionTimeout());
+            this.acker.start();
         } else {
-            this.completer = null;
+            this.acker = null;
         }
     }
 
@@ -248,102 +242,9 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         Long min = minVersion;
         Long max = maxVersion;
-        Supplier<Optional<FetchedOrchestration>> claim = () -> claimOrchestration(op, lockMs, min, max);
+        Supplier<Optional<FetchedOrchestration>> claim = () -> orchestrations.claim(op, lockMs, min, max);
         return longPoller == null ? claim.get()
                 : longPoller.fetch(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, pollTimeout, op, claim);
-    }
-
-    private Optional<FetchedOrchestration> claimOrchestration(String op, long lockMs, Long min, Long max) {
-        String token = newToken();
-        long now = clock.millis();
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.fetchOrchestrationItem)) {
-                ps.setLong(1, now);
-                ps.setLong(2, lockMs);
-                ps.setString(3, token);
-                setLongOrNull(ps, 4, min);
-                setLongOrNull(ps, 5, max);
-                try (ResultSet rs = ps.executeQuery()) {
-                    logWarnings(ps.getWarnings());
-                    if (!rs.next()) {
-                        return Optional.empty();
-                    }
-                    return Optional.of(readOrchestration(rs, token));
-                }
-            }
-        });
-    }
-
-    private FetchedOrchestration readOrchestration(ResultSet rs, String token) throws SQLException {
-        String instance = rs.getString("instance_id");
-        String[] messageTexts = strings(rs.getArray("messages"));
-        List<WorkItem> messages = new ArrayList<>(messageTexts.length);
-        try {
-            for (String text : messageTexts) {
-                messages.add(WorkItem.fromJson(text));
-            }
-        } catch (IllegalArgumentException bad) {
-            // A fetch that throws must hold no lock: give the batch back before reporting.
-            releaseAfterUndecodableMessages(token);
-            throw ProviderException.permanent("fetchOrchestrationItem", "a queued message of instance '" + instance
-                    + "' cannot be decoded: " + bad.getMessage());
-        }
-        boolean hasInstance = rs.getBoolean("has_instance");
-        String name = rs.getString("orchestration_name");
-        String version = rs.getString("orchestration_version");
-        if (!hasInstance) {
-            name = "Unknown";
-            for (WorkItem m : messages) {
-                if (m instanceof WorkItem.StartOrchestration s) {
-                    name = s.orchestration();
-                    version = s.version();
-                    break;
-                }
-                if (m instanceof WorkItem.ContinueAsNew can) {
-                    name = can.orchestration();
-                    version = can.version();
-                    break;
-                }
-            }
-        }
-        long executionId = rs.getLong("execution_id");
-
-        List<Event> history = new ArrayList<>();
-        String historyError = null;
-        Long[] ids = longs(rs.getArray("event_ids"));
-        String[] types = strings(rs.getArray("event_types"));
-        String[] data = strings(rs.getArray("event_data"));
-        for (int i = 0; i < ids.length; i++) {
-            try {
-                Json.parseObject(data[i]);
-            } catch (IllegalArgumentException bad) {
-                historyError = "history event " + ids[i] + " of execution " + executionId + " of instance '"
-                        + instance + "' cannot be decoded: " + bad.getMessage();
-                history.clear();
-                break;
-            }
-            history.add(new Event(ids[i], types[i], data[i]));
-        }
-
-        Map<String, KvEntry> kv = new LinkedHashMap<>();
-        String[] keys = strings(rs.getArray("kv_keys"));
-        String[] values = strings(rs.getArray("kv_values"));
-        Long[] updated = longs(rs.getArray("kv_updated_ms"));
-        for (int i = 0; i < keys.length; i++) {
-            kv.put(keys[i], new KvEntry(values[i], updated[i]));
-        }
-        OrchestrationItem item = new OrchestrationItem(instance, name, executionId,
-                version == null ? "unknown" : version, history, messages, Optional.ofNullable(historyError), kv);
-        return new FetchedOrchestration(item, token, rs.getInt("attempt_count"));
-    }
-
-    private void releaseAfterUndecodableMessages(String token) {
-        try {
-            abandonOrchestrationItem(token, null, false);
-        } catch (ProviderException e) {
-            LOG.warn("pgdurable: could not release the lock of an undecodable batch; it expires on its own: {}",
-                    e.getMessage());
-        }
     }
 
     @Override
@@ -398,37 +299,12 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     @Override
     public void abandonOrchestrationItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        String op = "abandonOrchestrationItem";
-        Payloads.notNull(op, "lockToken", lockToken);
-        long delayMs = Payloads.delayMillis(op, delay);
-        long now = clock.millis();
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.abandonOrchestrationItem)) {
-                ps.setString(1, lockToken);
-                ps.setLong(2, now);
-                ps.setLong(3, delayMs);
-                ps.setBoolean(4, ignoreAttempt);
-                ps.execute();
-                return null;
-            }
-        });
+        leases.abandonOrchestrationItem(lockToken, delay, ignoreAttempt);
     }
 
     @Override
     public void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
-        String op = "renewOrchestrationItemLock";
-        Payloads.notNull(op, "lockToken", lockToken);
-        long extendMs = Payloads.positiveMillis(op, "extendFor", extendFor);
-        long now = clock.millis();
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.renewOrchestrationItemLock)) {
-                ps.setString(1, lockToken);
-                ps.setLong(2, now);
-                ps.setLong(3, extendMs);
-                ps.execute();
-                return null;
-            }
-        });
+        leases.renewOrchestrationItemLock(lockToken, extendFor);
     }
 
     @Override
@@ -563,39 +439,7 @@ public final class PostgresProvider implements OrchestrationProvider {
      */
     @Override
     public void enqueueAllForWorker(List<WorkItem> items) {
-        String op = "enqueueAllForWorker";
-        Encoded batch = encodeAll(op, items, true);
-        String[] json = batch.json();
-        if (json.length == 0) {
-            return;
-        }
-        long now = clock.millis();
-        storeInChunks(op, json, (c, from, to) -> {
-            int m = to - from;
-            String[] instances = new String[m];
-            Long[] executions = new Long[m];
-            Long[] activities = new Long[m];
-            String[] sessions = new String[m];
-            String[] tags = new String[m];
-            for (int i = 0; i < m; i++) {
-                WorkItem.ActivityExecute a = (WorkItem.ActivityExecute) batch.items()[from + i];
-                instances[i] = a.instance();
-                executions[i] = a.executionId();
-                activities[i] = a.id();
-                sessions[i] = a.sessionId();
-                tags[i] = a.tag();
-            }
-            try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItems)) {
-                ps.setArray(1, c.createArrayOf("text", Arrays.copyOfRange(json, from, to)));
-                ps.setLong(2, now);
-                ps.setArray(3, c.createArrayOf("text", instances));
-                ps.setArray(4, c.createArrayOf("bigint", executions));
-                ps.setArray(5, c.createArrayOf("bigint", activities));
-                ps.setArray(6, c.createArrayOf("text", sessions));
-                ps.setArray(7, c.createArrayOf("text", tags));
-                return singleInt(ps);
-            }
-        });
+        batchEnqueuer.enqueueAllForWorker(items);
     }
 
     /**
@@ -605,199 +449,10 @@ public final class PostgresProvider implements OrchestrationProvider {
      */
     @Override
     public void enqueueAllForOrchestrator(List<WorkItem> items, Duration delay) {
-        String op = "enqueueAllForOrchestrator";
-        Encoded batch = encodeAll(op, items, false);
-        String[] json = batch.json();
-        int n = json.length;
-        if (n == 0) {
-            return;
-        }
-        long delayMs;
-        try {
-            delayMs = Payloads.delayMillis(op, delay);
-        } catch (ProviderException e) {
-            throw new BatchEnqueueException(op, stripOperation(e), false, null, e, n, 0, 0);
-        }
-        long now = clock.millis();
-        storeInChunks(op, json, (c, from, to) -> {
-            int m = to - from;
-            String[] instances = new String[m];
-            String[] kinds = new String[m];
-            Long[] visibleAt = new Long[m];
-            for (int i = 0; i < m; i++) {
-                WorkItem item = batch.items()[from + i];
-                instances[i] = item.instance();
-                kinds[i] = item.kind();
-                long visible = now + delayMs;
-                if (item instanceof WorkItem.TimerFired t && t.fireAtMs() > 0) {
-                    visible = Math.max(t.fireAtMs(), visible);
-                }
-                visibleAt[i] = visible;
-            }
-            try (PreparedStatement ps = c.prepareStatement(sql.enqueueOrchestratorItems)) {
-                ps.setArray(1, c.createArrayOf("text", instances));
-                ps.setArray(2, c.createArrayOf("text", kinds));
-                ps.setArray(3, c.createArrayOf("text", Arrays.copyOfRange(json, from, to)));
-                ps.setArray(4, c.createArrayOf("bigint", visibleAt));
-                ps.setLong(5, now);
-                return singleInt(ps);
-            }
-        });
+        batchEnqueuer.enqueueAllForOrchestrator(items, delay);
     }
 
-    /** A batch to enqueue: the caller's items (a snapshot) and their JSON. */
-    private record Encoded(WorkItem[] items, String[] json) {}
-
-    /** Validates and encodes every item before anything is stored; an invalid item fails the batch whole. */
-    private Encoded encodeAll(String op, List<WorkItem> items, boolean workerQueue) {
-        if (items == null) {
-            throw new BatchEnqueueException(op, "items is null", false, null, null, 0, 0, 0);
-        }
-        WorkItem[] snapshot = items.toArray(new WorkItem[0]);
-        int n = snapshot.length;
-        String[] json = new String[n];
-        for (int i = 0; i < n; i++) {
-            WorkItem item = snapshot[i];
-            try {
-                json[i] = payloads.encode(op, "item #" + i, item);
-                if (workerQueue && !(item instanceof WorkItem.ActivityExecute)) {
-                    throw ProviderException.permanent(op, "item #" + i + ": " + item.kind() + " belongs on the "
-                            + "orchestrator queue; only ActivityExecute goes to the worker queue");
-                }
-                if (!workerQueue && item instanceof WorkItem.ActivityExecute) {
-                    throw ProviderException.permanent(op, "item #" + i + ": ActivityExecute belongs on the worker "
-                            + "queue; use enqueueForWorker");
-                }
-            } catch (ProviderException e) {
-                throw new BatchEnqueueException(op, stripOperation(e) + " (nothing was stored)", false, null, e, n,
-                        0, 0);
-            }
-        }
-        return new Encoded(snapshot, json);
-    }
-
-    private static String stripOperation(ProviderException e) {
-        String prefix = e.operation() + ": ";
-        String m = e.getMessage();
-        return m.startsWith(prefix) ? m.substring(prefix.length()) : m;
-    }
-
-    @FunctionalInterface
-    private interface ChunkWriter {
-        /** Stores items {@code [from, to)} with one statement; returns how many rows it stored. */
-        int write(Connection c, int from, int to) throws SQLException;
-    }
-
-    /** Chunk boundaries: each chunk holds at least one item and otherwise stays within both bounds. */
-    static List<int[]> chunks(String[] json, int maxItems, long maxBytes) {
-        List<int[]> out = new ArrayList<>();
-        int from = 0;
-        long bytes = 0;
-        for (int i = 0; i < json.length; i++) {
-            long size = Payloads.utf8Length(json[i]);
-            if (i > from && (i - from >= maxItems || bytes + size > maxBytes)) {
-                out.add(new int[] {from, i});
-                from = i;
-                bytes = 0;
-            }
-            bytes += size;
-        }
-        if (from < json.length) {
-            out.add(new int[] {from, json.length});
-        }
-        return out;
-    }
-
-    /**
-     * Stores the chunks in order, each in its own transaction. A chunk that fails retryably is retried while the
-     * batch's {@code enqueueRetryBudget} lasts (logged once per batch), unless its outcome is unknown (the
-     * connection broke mid-statement): re-running it could store it twice. Otherwise the batch stops at the failed
-     * chunk and reports what is stored, in doubt and not stored.
-     */
-    private void storeInChunks(String op, String[] json, ChunkWriter writer) {
-        int n = json.length;
-        long start = System.nanoTime();
-        long budget = config.enqueueRetryBudget().toNanos();
-        boolean logged = false;
-        List<int[]> chunks = chunks(json, config.enqueueChunkItems(), config.enqueueChunkBytes());
-        for (int k = 0; k < chunks.size(); k++) {
-            int from = chunks.get(k)[0];
-            int to = chunks.get(k)[1];
-            long pause = 50;
-            while (true) {
-                ChunkFailure failure = storeChunk(op, writer, from, to);
-                if (failure == null) {
-                    break;
-                }
-                ProviderException cause = failure.error();
-                String where = "chunk " + (k + 1) + " of " + chunks.size() + " (items #" + from + "..#" + (to - 1)
-                        + ") failed: " + stripOperation(cause);
-                long elapsed = System.nanoTime() - start;
-                long wait = Math.min(pause, 1000) + ThreadLocalRandom.current().nextLong(Math.max(1, pause / 4));
-                boolean retry = cause.retryable() && !failure.inDoubt() && !closed.get()
-                        && elapsed + TimeUnit.MILLISECONDS.toNanos(wait) < budget;
-                if (retry) {
-                    if (!logged) {
-                        logged = true;
-                        LOG.warn("pgdurable: {} batch of {} item(s): {}; retrying for up to {} in all", op, n, where,
-                                config.enqueueRetryBudget());
-                    }
-                    try {
-                        TimeUnit.MILLISECONDS.sleep(wait);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        retry = false;
-                    }
-                }
-                if (!retry) {
-                    throw new BatchEnqueueException(op, where, cause.retryable(), cause.sqlState().orElse(null),
-                            cause, n, from, failure.inDoubt() ? to - from : 0);
-                }
-                pause = Math.min(pause * 2, 1000);
-            }
-        }
-    }
-
-    private record ChunkFailure(ProviderException error, boolean inDoubt) {}
-
-    /** Stores one chunk; null on success. */
-    private ChunkFailure storeChunk(String op, ChunkWriter writer, int from, int to) {
-        if (closed.get()) {
-            return new ChunkFailure(ProviderException.permanent(op, "the provider is closed"), false);
-        }
-        for (int attempt = 1; ; attempt++) {
-            Connection c;
-            try {
-                c = dataSource.getConnection();
-            } catch (SQLException e) {
-                return new ChunkFailure(SqlErrors.translate(op, e), false); // nothing was sent
-            }
-            try {
-                int stored = writer.write(c, from, to);
-                if (stored != to - from) {
-                    return new ChunkFailure(ProviderException.permanent(op, "the chunk stored " + stored
-                            + " rows instead of " + (to - from)), true);
-                }
-                return null;
-            } catch (SQLException e) {
-                if (attempt == 1 && SqlErrors.CACHED_PLAN_CHANGED.equals(e.getSQLState())) {
-                    continue; // rolled back: re-running is safe
-                }
-                String state = e.getSQLState();
-                // A broken connection may have lost the reply to a commit: the chunk may or may not be stored.
-                boolean inDoubt = state == null || state.startsWith("08");
-                return new ChunkFailure(SqlErrors.translate(op, e), inDoubt);
-            } catch (RuntimeException e) {
-                return new ChunkFailure(new ProviderException(op, "chunk failed: " + e, false, null, e), true);
-            } finally {
-                try {
-                    c.close();
-                } catch (SQLException | RuntimeException e) {
-                    LOG.debug("pgdurable: returning a connection failed: {}", e.getMessage());
-                }
-            }
-        }
-    }
+    // ------------------------------------------------------------------------------------------ worker fetch and ack
 
     @Override
     public Optional<FetchedWorkItem> fetchWorkItem(Duration lockTimeout, Duration pollTimeout,
@@ -808,178 +463,30 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (tagFilter instanceof TagFilter.None) {
             return Optional.empty();
         }
-        int mode = tagMode(tagFilter);
-        String[] tags = tagList(tagFilter);
-        Supplier<Optional<FetchedWorkItem>> claim = () -> claimWorkItem(op, lockMs, session, mode, tags);
+        WorkerClaim request = WorkerClaim.of(lockMs, session, tagFilter);
+        Supplier<Optional<FetchedWorkItem>> claim = () -> claimWorkItem(op, request);
         return longPoller == null ? claim.get()
                 : longPoller.fetch(QueueKind.WORKER, Route.worker(tagFilter, session != null), pollTimeout, op, claim);
-    }
-
-    /** The tag mode of the SQL fetches: 0 untagged only, 1 listed tags, 2 untagged or listed, 3 any. */
-    private static int tagMode(TagFilter filter) {
-        if (filter instanceof TagFilter.DefaultOnly) {
-            return 0;
-        } else if (filter instanceof TagFilter.Tags) {
-            return 1;
-        } else if (filter instanceof TagFilter.DefaultAnd) {
-            return 2;
-        }
-        return 3;
-    }
-
-    private static String[] tagList(TagFilter filter) {
-        if (filter instanceof TagFilter.Tags t) {
-            return t.tags().toArray(new String[0]);
-        } else if (filter instanceof TagFilter.DefaultAnd d) {
-            return d.tags().toArray(new String[0]);
-        }
-        return new String[0];
     }
 
     /**
      * Batched fetch: claim attempts of up to {@code maxItems - held} items (one SQL call each), until at least
      * {@code minItems} are held, the reply is full (count or bytes) or {@code maxWait} ends. With long polling an
      * attempt that finds nothing parks (the long-poll wait), and an empty return ends the fetch; in short-poll mode
-     * attempts repeat every {@value #BATCH_POLL_PAUSE_MS} ms within {@code maxWait}.
+     * attempts repeat every {@value BatchFetcher#BATCH_POLL_PAUSE_MS} ms within {@code maxWait}.
      */
     @Override
     public List<FetchedWorkItem> fetchWorkItems(Duration lockTimeout, WorkBatch batch, SessionFetchConfig session,
                                                 TagFilter tagFilter) {
-        String op = "fetchWorkItems";
-        long lockMs = Payloads.positiveMillis(op, "lockTimeout", lockTimeout);
-        Payloads.notNull(op, "batch", batch);
-        Payloads.notNull(op, "tagFilter", tagFilter);
-        if (tagFilter instanceof TagFilter.None) {
-            return List.of();
-        }
-        int mode = tagMode(tagFilter);
-        String[] tags = tagList(tagFilter);
-        Route route = Route.worker(tagFilter, session != null);
-        long deadline = System.nanoTime() + batch.maxWait().toNanos();
-        List<FetchedWorkItem> out = new ArrayList<>();
-        long bytes = 0;
-        while (true) {
-            int want = batch.maxItems() - out.size();
-            long budget = config.fetchBatchMaxBytes() - bytes;
-            boolean firstFree = out.isEmpty();
-            Supplier<Optional<ClaimedBatch>> claim = () -> {
-                ClaimedBatch c = claimWorkItems(op, lockMs, session, mode, tags, want, budget, firstFree);
-                return c.items().isEmpty() && !c.full() ? Optional.empty() : Optional.of(c);
-            };
-            ClaimedBatch got;
-            try {
-                if (longPoller == null) {
-                    got = claim.get().orElse(ClaimedBatch.NONE);
-                } else {
-                    long remaining = deadline - System.nanoTime();
-                    got = longPoller.fetch(QueueKind.WORKER, route,
-                            remaining > 0 ? Duration.ofNanos(remaining) : Duration.ZERO, op, claim)
-                            .orElse(ClaimedBatch.NONE);
-                }
-            } catch (ProviderException e) {
-                if (out.isEmpty()) {
-                    throw e; // holds nothing
-                }
-                LOG.debug("pgdurable: {} returns the {} item(s) it holds after a failed claim: {}", op, out.size(),
-                        e.getMessage());
-                return out;
-            }
-            out.addAll(got.items());
-            bytes += got.bytes();
-            if (out.size() >= batch.minItems() || out.size() >= batch.maxItems() || got.full()) {
-                return out;
-            }
-            long remaining = deadline - System.nanoTime();
-            if (remaining <= 0) {
-                return out;
-            }
-            if (longPoller != null) {
-                if (got.items().isEmpty()) {
-                    return out; // the long-poll wait ended (timeout, close or interrupt)
-                }
-                continue;
-            }
-            try {
-                TimeUnit.NANOSECONDS.sleep(Math.min(remaining, TimeUnit.MILLISECONDS.toNanos(BATCH_POLL_PAUSE_MS)));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return out;
-            }
-        }
+        return batchFetcher.fetchWorkItems(lockTimeout, batch, session, tagFilter);
     }
 
-    /** One claim attempt of a batched fetch: the decoded items, their bytes, whether the byte bound stopped it. */
-    private record ClaimedBatch(List<FetchedWorkItem> items, long bytes, boolean full) {
-        static final ClaimedBatch NONE = new ClaimedBatch(List.of(), 0, false);
-    }
-
-    private ClaimedBatch claimWorkItems(String op, long lockMs, SessionFetchConfig session, int mode, String[] tags,
-                                        int maxItems, long maxBytes, boolean firstFree) {
-        String prefix = newToken();
-        long now = clock.millis();
-        List<String[]> undecodable = new ArrayList<>(); // token, reason
-        ClaimedBatch claimed = call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.fetchWorkItems)) {
-                ps.setLong(1, now);
-                ps.setLong(2, lockMs);
-                ps.setString(3, prefix);
-                ps.setString(4, session == null ? null : session.ownerId());
-                setLongOrNull(ps, 5, session == null ? null : session.lockTimeout().toMillis());
-                ps.setInt(6, mode);
-                ps.setArray(7, c.createArrayOf("text", tags));
-                ps.setInt(8, maxItems);
-                ps.setLong(9, Math.max(0, maxBytes));
-                ps.setBoolean(10, firstFree);
-                List<FetchedWorkItem> items = new ArrayList<>();
-                long bytes = 0;
-                boolean full = false;
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        String token = rs.getString(1);
-                        if (token == null) {
-                            full = true; // the marker row: the byte bound stopped the claim
-                            continue;
-                        }
-                        String text = rs.getString(2);
-                        bytes += Payloads.utf8Length(text);
-                        try {
-                            items.add(new FetchedWorkItem(WorkItem.fromJson(text), token, rs.getInt(3)));
-                        } catch (IllegalArgumentException bad) {
-                            undecodable.add(new String[] {token, bad.getMessage()});
-                        }
-                    }
-                }
-                return new ClaimedBatch(items, bytes, full);
-            }
-        });
-        if (!undecodable.isEmpty()) {
-            // A fetch hands out only what it can decode: the others are released (their attempt counted).
-            for (String[] bad : undecodable) {
-                abandonQuietly(bad[0]);
-            }
-            String what = undecodable.size() + " worker queue item(s) cannot be decoded and were released: "
-                    + undecodable.get(0)[1];
-            if (claimed.items().isEmpty()) {
-                throw ProviderException.permanent(op, what);
-            }
-            LOG.warn("pgdurable: {}: {}", op, what);
-        }
-        return claimed;
-    }
-
-    private Optional<FetchedWorkItem> claimWorkItem(String op, long lockMs, SessionFetchConfig session, int mode,
-                                                    String[] tags) {
-        String token = newToken();
+    private Optional<FetchedWorkItem> claimWorkItem(String op, WorkerClaim request) {
+        String token = SqlRunner.newToken();
         long now = clock.millis();
         return call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.fetchWorkItem)) {
-                ps.setLong(1, now);
-                ps.setLong(2, lockMs);
-                ps.setString(3, token);
-                ps.setString(4, session == null ? null : session.ownerId());
-                setLongOrNull(ps, 5, session == null ? null : session.lockTimeout().toMillis());
-                ps.setInt(6, mode);
-                ps.setArray(7, c.createArrayOf("text", tags));
+                request.bind(c, ps, now, token);
                 try (ResultSet rs = ps.executeQuery()) {
                     if (!rs.next()) {
                         return Optional.empty();
@@ -990,7 +497,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                     try {
                         item = WorkItem.fromJson(text);
                     } catch (IllegalArgumentException bad) {
-                        abandonQuietly(token);
+                        leases.releaseUndecodableWorkItem(token);
                         throw ProviderException.permanent(op, "a worker queue item cannot be decoded: "
                                 + bad.getMessage());
                     }
@@ -998,15 +505,6 @@ public final class PostgresProvider implements OrchestrationProvider {
                 }
             }
         });
-    }
-
-    private void abandonQuietly(String token) {
-        try {
-            abandonWorkItem(token, null, false);
-        } catch (ProviderException e) {
-            LOG.warn("pgdurable: could not release an undecodable work item; its lease expires on its own: {}",
-                    e.getMessage());
-        }
     }
 
     @Override
@@ -1023,13 +521,9 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         String completionJson = json;
         long now = clock.millis();
-        if (completer != null) {
-            if (closed.get()) {
-                throw ProviderException.permanent(op, "the provider is closed");
-            }
-            WorkCompleter.await(op, completer.submit(new WorkCompleter.Ack(lockToken, now,
-                    completion == null ? null : completion.instance(), completion == null ? null : completion.kind(),
-                    completionJson)), ackWaitBound());
+        if (acker != null) {
+            acker.ack(new WorkCompleter.Ack(lockToken, now, completion == null ? null : completion.instance(),
+                    completion == null ? null : completion.kind(), completionJson));
             return;
         }
         call(op, c -> {
@@ -1045,121 +539,19 @@ public final class PostgresProvider implements OrchestrationProvider {
         });
     }
 
-    /**
-     * How long an {@code ackWorkItem} waits for its batched flush at most: a safety net above the real bounds (the
-     * flush ahead of it and its own, each at most the pool wait plus the flush's query timeout, plus the idle
-     * window of every ack that can join before it).
-     */
-    private Duration ackWaitBound() {
-        return config.connectionTimeout().multipliedBy(2)
-                .plusSeconds(2L * ACK_FLUSH_TIMEOUT_SECONDS + 5)
-                .plus(config.ackFlushIdle().multipliedBy(config.ackBatchSize()));
-    }
-
-    /**
-     * One batched flush: {@code ack_work_items} deletes the batch with one {@code DELETE ... RETURNING} (the lease
-     * check per item), enqueues the completions and marks sessions active. A deadlock or serialization failure is
-     * re-run once (the call rolled back as a whole).
-     */
-    private ProviderException[] flushAcks(List<WorkCompleter.Ack> acks) {
-        String op = "ackWorkItem";
-        int n = acks.size();
-        String[] tokens = new String[n];
-        Long[] nows = new Long[n];
-        String[] instances = new String[n];
-        String[] kinds = new String[n];
-        String[] completions = new String[n];
-        for (int i = 0; i < n; i++) {
-            WorkCompleter.Ack a = acks.get(i);
-            tokens[i] = a.token();
-            nows[i] = a.nowMs();
-            instances[i] = a.instance();
-            kinds[i] = a.kind();
-            completions[i] = a.completionJson();
-        }
-        SqlWork<ProviderException[]> work = c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.ackWorkItems)) {
-                ps.setQueryTimeout(ACK_FLUSH_TIMEOUT_SECONDS);
-                ps.setArray(1, c.createArrayOf("text", tokens));
-                ps.setArray(2, c.createArrayOf("bigint", nows));
-                ps.setArray(3, c.createArrayOf("text", instances));
-                ps.setArray(4, c.createArrayOf("text", kinds));
-                ps.setArray(5, c.createArrayOf("text", completions));
-                ProviderException[] outcomes = new ProviderException[n];
-                boolean[] answered = new boolean[n];
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        int pos = rs.getInt(1) - 1;
-                        answered[pos] = true;
-                        if (rs.getBoolean(2)) {
-                            continue;
-                        }
-                        long expiredMs = rs.getLong(3);
-                        String why = rs.wasNull()
-                                ? "Invalid lock token: worker queue item not found (unknown token, already acked, or "
-                                        + "cancelled)"
-                                : "Invalid lock token: the work item lease expired " + expiredMs + " ms ago";
-                        outcomes[pos] = new ProviderException(op, why, false, "PD001", null);
-                    }
-                }
-                for (int i = 0; i < n; i++) {
-                    if (!answered[i]) {
-                        throw ProviderException.permanent(op, "ack_work_items gave no answer for position " + (i + 1));
-                    }
-                }
-                return outcomes;
-            }
-        };
-        try {
-            return run(op, work);
-        } catch (ProviderException e) {
-            String state = e.sqlState().orElse("");
-            if (state.equals("40P01") || state.equals("40001")) {
-                LOG.debug("pgdurable: batched ack flush re-run after {}", e.getMessage());
-                return run(op, work);
-            }
-            throw e;
-        }
-    }
-
     /** Acks handed to the batched-ack flusher and not yet answered; always 0 with {@code ackBatchSize} 1. */
     public int pendingAcks() {
-        return completer == null ? 0 : completer.pending();
+        return acker == null ? 0 : acker.pending();
     }
 
     @Override
     public void renewWorkItemLock(String lockToken, Duration extendFor) {
-        String op = "renewWorkItemLock";
-        Payloads.notNull(op, "lockToken", lockToken);
-        long extendMs = Payloads.positiveMillis(op, "extendFor", extendFor);
-        long now = clock.millis();
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.renewWorkItemLock)) {
-                ps.setString(1, lockToken);
-                ps.setLong(2, now);
-                ps.setLong(3, extendMs);
-                ps.execute();
-                return null;
-            }
-        });
+        leases.renewWorkItemLock(lockToken, extendFor);
     }
 
     @Override
     public void abandonWorkItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        String op = "abandonWorkItem";
-        Payloads.notNull(op, "lockToken", lockToken);
-        long delayMs = Payloads.delayMillis(op, delay);
-        long now = clock.millis();
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.abandonWorkItem)) {
-                ps.setString(1, lockToken);
-                ps.setLong(2, now);
-                ps.setLong(3, delayMs);
-                ps.setBoolean(4, ignoreAttempt);
-                ps.execute();
-                return null;
-            }
-        });
+        leases.abandonWorkItem(lockToken, delay, ignoreAttempt);
     }
 
     // ------------------------------------------------------------------------------------------ sessions
@@ -1283,14 +675,14 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
+        if (!db.markClosed()) {
             return;
         }
         if (longPoller != null) {
             longPoller.close(); // parked fetches return empty before the pool goes away
         }
-        if (completer != null) {
-            completer.close(config.ackDrainTimeout()); // flushes buffered acks while the pool is still open
+        if (acker != null) {
+            acker.close(config.ackDrainTimeout()); // flushes buffered acks while the pool is still open
         }
         if (ownedPool != null) {
             ownedPool.close();
@@ -1304,67 +696,8 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     // ------------------------------------------------------------------------------------------ plumbing
 
-    @FunctionalInterface
-    interface SqlWork<T> {
-        T run(Connection c) throws SQLException;
-    }
-
-    /**
-     * Runs one operation on a pooled connection and classifies its failure. A call that failed because a stored
-     * function was replaced under it (0A000) is re-run once: the statement rolled back, so re-running is safe.
-     */
-    <T> T call(String op, SqlWork<T> work) {
-        if (closed.get()) {
-            throw ProviderException.permanent(op, "the provider is closed");
-        }
-        return run(op, work);
-    }
-
-    /** {@link #call} without the closed check: the ack flusher drains its buffer while the provider closes. */
-    private <T> T run(String op, SqlWork<T> work) {
-        for (int attempt = 1; ; attempt++) {
-            try (Connection c = dataSource.getConnection()) {
-                return work.run(c);
-            } catch (SQLException e) {
-                if (attempt == 1 && SqlErrors.CACHED_PLAN_CHANGED.equals(e.getSQLState())) {
-                    LOG.debug("pgdurable: {} re-run after a function was replaced: {}", op, e.getMessage());
-                    continue;
-                }
-                throw SqlErrors.translate(op, e);
-            }
-        }
-    }
-
-    private static String newToken() {
-        return "lock_" + UUID.randomUUID();
-    }
-
-    private static void setLongOrNull(PreparedStatement ps, int index, Long value) throws SQLException {
-        if (value == null) {
-            ps.setNull(index, Types.BIGINT);
-        } else {
-            ps.setLong(index, value);
-        }
-    }
-
-    private static int singleInt(PreparedStatement ps) throws SQLException {
-        try (ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getInt(1);
-        }
-    }
-
-    private static String[] strings(Array array) throws SQLException {
-        return array == null ? new String[0] : (String[]) array.getArray();
-    }
-
-    private static Long[] longs(Array array) throws SQLException {
-        return array == null ? new Long[0] : (Long[]) array.getArray();
-    }
-
-    private static void logWarnings(SQLWarning warning) {
-        for (SQLWarning w = warning; w != null; w = w.getNextWarning()) {
-            LOG.warn("{}", w.getMessage());
-        }
+    /** The management facet runs its operations through the provider's runner (closed check, error mapping). */
+    <T> T call(String op, SqlRunner.SqlWork<T> work) {
+        return db.call(op, work);
     }
 }

@@ -1,0 +1,132 @@
+package io.pgdurable.postgres;
+
+import io.pgdurable.spi.ProviderException;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Opt-in batched terminal acks of the worker queue ({@code ackBatchSize} above 1): hands each ack to a
+ * {@link WorkCompleter} and blocks until its flush answers; a flush is one {@code ack_work_items} call.
+ */
+final class BatchAcker {
+    // The provider's logger name, as before these classes were split out, so logging configuration still applies.
+    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final String OP = "ackWorkItem";
+    /** Client-side cancel of a batched ack flush that hangs (pgjdbc query timeout, whole seconds). */
+    private static final int ACK_FLUSH_TIMEOUT_SECONDS = 30;
+
+    private final SqlRunner db;
+    private final Statements sql;
+    private final WorkCompleter completer;
+    private final Duration waitBound;
+
+    BatchAcker(SqlRunner db, Statements sql, String schema, int batchSize, Duration flushIdle,
+               Duration connectionTimeout) {
+        this.db = db;
+        this.sql = sql;
+        this.completer = new WorkCompleter("pgdurable-acks-" + schema, OP, batchSize, flushIdle, this::flush);
+        this.waitBound = waitBound(connectionTimeout, batchSize, flushIdle);
+    }
+
+    void start() {
+        completer.start();
+    }
+
+    /** Returns once the ack is committed, or throws its own error or its flush's. */
+    void ack(WorkCompleter.Ack ack) {
+        if (db.closed()) {
+            throw ProviderException.permanent(OP, "the provider is closed");
+        }
+        WorkCompleter.await(OP, completer.submit(ack), waitBound);
+    }
+
+    int pending() {
+        return completer.pending();
+    }
+
+    /** Flushes buffered acks within {@code drain}; the caller closes the pool only afterwards. */
+    void close(Duration drain) {
+        completer.close(drain);
+    }
+
+    /**
+     * How long an ack waits for its batched flush at most: a safety net above the real bounds (the flush ahead of
+     * it and its own, each at most the pool wait plus the flush's query timeout, plus the idle window of every ack
+     * that can join before it).
+     */
+    private static Duration waitBound(Duration connectionTimeout, int batchSize, Duration flushIdle) {
+        return connectionTimeout.multipliedBy(2)
+                .plusSeconds(2L * ACK_FLUSH_TIMEOUT_SECONDS + 5)
+                .plus(flushIdle.multipliedBy(batchSize));
+    }
+
+    /**
+     * One batched flush: {@code ack_work_items} deletes the batch with one {@code DELETE ... RETURNING} (the lease
+     * check per item), enqueues the completions and marks sessions active. A deadlock or serialization failure is
+     * re-run once (the call rolled back as a whole).
+     */
+    private ProviderException[] flush(List<WorkCompleter.Ack> acks) {
+        String op = OP;
+        int n = acks.size();
+        String[] tokens = new String[n];
+        Long[] nows = new Long[n];
+        String[] instances = new String[n];
+        String[] kinds = new String[n];
+        String[] completions = new String[n];
+        for (int i = 0; i < n; i++) {
+            WorkCompleter.Ack a = acks.get(i);
+            tokens[i] = a.token();
+            nows[i] = a.nowMs();
+            instances[i] = a.instance();
+            kinds[i] = a.kind();
+            completions[i] = a.completionJson();
+        }
+        SqlRunner.SqlWork<ProviderException[]> work = c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.ackWorkItems)) {
+                ps.setQueryTimeout(ACK_FLUSH_TIMEOUT_SECONDS);
+                ps.setArray(1, c.createArrayOf("text", tokens));
+                ps.setArray(2, c.createArrayOf("bigint", nows));
+                ps.setArray(3, c.createArrayOf("text", instances));
+                ps.setArray(4, c.createArrayOf("text", kinds));
+                ps.setArray(5, c.createArrayOf("text", completions));
+                ProviderException[] outcomes = new ProviderException[n];
+                boolean[] answered = new boolean[n];
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        int pos = rs.getInt(1) - 1;
+                        answered[pos] = true;
+                        if (rs.getBoolean(2)) {
+                            continue;
+                        }
+                        long expiredMs = rs.getLong(3);
+                        String why = rs.wasNull()
+                                ? "Invalid lock token: worker queue item not found (unknown token, already acked, or "
+                                        + "cancelled)"
+                                : "Invalid lock token: the work item lease expired " + expiredMs + " ms ago";
+                        outcomes[pos] = new ProviderException(op, why, false, "PD001", null);
+                    }
+                }
+                for (int i = 0; i < n; i++) {
+                    if (!answered[i]) {
+                        throw ProviderException.permanent(op, "ack_work_items gave no answer for position " + (i + 1));
+                    }
+                }
+                return outcomes;
+            }
+        };
+        try {
+            return db.run(op, work);
+        } catch (ProviderException e) {
+            String state = e.sqlState().orElse("");
+            if (state.equals("40P01") || state.equals("40001")) {
+                LOG.debug("pgdurable: batched ack flush re-run after {}", e.getMessage());
+                return db.run(op, work);
+            }
+            throw e;
+        }
+    }
+}
