@@ -186,7 +186,7 @@ final class Charts {
             for (Object o : list) {
                 Map<String, Object> p = (Map<String, Object>) o;
                 double v = ((Number) p.get("enqueuesPerSecond")).doubleValue();
-                ("active".equals(p.get("triggers")) ? on : off).add(v);
+                ("on".equals(p.get("announcements")) ? on : off).add(v);
             }
         }
         int n = Math.max(off.size(), on.size());
@@ -207,11 +207,11 @@ final class Charts {
         }
         offV[n] = s.shortMode().value("enqueuesPerSecond");
         onV[n] = s.longMode().value("enqueuesPerSecond");
-        SvgBars chart = new SvgBars("Enqueue throughput, notify triggers disabled vs active ("
+        SvgBars chart = new SvgBars("Enqueue throughput, announcements off vs on ("
                 + NotifyOverheadScenario.CLIENTS + " clients)", "enqueues/s", false, categories)
-                .add(new SvgBars.Bar("triggers disabled", Svg.SHORT_COLOR, offV))
-                .add(new SvgBars.Bar("triggers active", Svg.LONG_COLOR, onV));
-        return new Chart("notify-overhead.svg", "Enqueue throughput with notify triggers disabled vs active",
+                .add(new SvgBars.Bar("announcements off", Svg.SHORT_COLOR, offV))
+                .add(new SvgBars.Bar("announcements on", Svg.LONG_COLOR, onV));
+        return new Chart("notify-overhead.svg", "Enqueue throughput with announcements off vs on",
                 s.name(), chart.render());
     }
 }

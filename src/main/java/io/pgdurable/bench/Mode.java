@@ -12,10 +12,10 @@ import java.util.Optional;
  * The two ways a runtime's dispatcher asks for work, compared side by side by every scenario.
  *
  * <ul>
- *   <li>{@link #SHORT}: the default provider (no long polling, the schema's notify triggers never activated); a
+ *   <li>{@link #SHORT}: the default provider (no long polling, on a schema never activated: it announces nothing); a
  *       dispatcher fetches with {@code pollTimeout = 0} and, when nothing came back, sleeps
  *       {@link #SHORT_POLL_INTERVAL} (a runtime's minimum poll interval) before asking again.</li>
- *   <li>{@link #LONG}: {@code longPolling(true)} (triggers activated); a dispatcher fetches with
+ *   <li>{@link #LONG}: {@code longPolling(true)} (schema activated, writes announced); a dispatcher fetches with
  *       {@code pollTimeout =} {@link #LONG_POLL_TIMEOUT} and the provider parks it until work is claimable.</li>
  * </ul>
  */

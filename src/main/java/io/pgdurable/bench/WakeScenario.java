@@ -1,5 +1,8 @@
 package io.pgdurable.bench;
 
+import io.pgdurable.postgres.MigrationPolicy;
+import io.pgdurable.postgres.PostgresProvider;
+
 import io.pgdurable.spi.Events;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
@@ -19,7 +22,9 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Wake latency: one dispatcher waits on each queue; the producer enqueues one item at a time and takes a timestamp
  * when the enqueue call returns (the commit); the dispatcher takes one when its fetch returns the item. The gap
- * between items is random, so a short poller's phase is uniformly spread.
+ * between items is random, so a short poller's phase is uniformly spread. The producer is the dispatchers' own
+ * provider (a runtime scheduling its own work: the wake needs no round trip) or, for a third series, another
+ * provider on the same schema (a client in another process: the wake travels by NOTIFY).
  */
 final class WakeScenario extends PairedScenario {
     private static final Duration LOCK = Duration.ofMinutes(10); // no lease ends inside the run
@@ -38,7 +43,10 @@ final class WakeScenario extends PairedScenario {
     @Override
     String description() {
         return "One dispatcher per queue waits; the producer enqueues one item at a time (worker: ActivityExecute; "
-                + "orchestrator: StartOrchestration of a new instance), alternating queues, 10-30 ms apart (random). "
+                + "orchestrator: StartOrchestration of a new instance), 10-30 ms apart (random), in turn: a worker "
+                + "item and an orchestrator message through the dispatchers' own provider, then a worker item through "
+                + "a second provider on the same schema (series workerFromOtherProvider: as from another process, "
+                + "its wake travels by NOTIFY). "
                 + "Latency = the dispatcher's clock when fetch returns the item minus the producer's clock when the "
                 + "enqueue call returned (after its commit). A negative sample means the fetch returned before the "
                 + "enqueue call did.";
@@ -57,6 +65,7 @@ final class WakeScenario extends PairedScenario {
         int samples = ctx.profile().wakeSamples();
         LatencyRecorder worker = new LatencyRecorder();
         LatencyRecorder orchestrator = new LatencyRecorder();
+        LatencyRecorder remoteWorker = new LatencyRecorder();
         BlockingQueue<Long> workerSeen = new ArrayBlockingQueue<>(4);
         BlockingQueue<Long> orchSeen = new ArrayBlockingQueue<>(4);
         AtomicLong negative = new AtomicLong();
@@ -64,7 +73,9 @@ final class WakeScenario extends PairedScenario {
         Map<String, Long> signals0;
         Map<String, Long> signals;
         String prefix = "wake-" + mode.key() + "-";
-        try (Hub hub = ctx.hub(name(), mode, 4)) {
+        try (Hub hub = ctx.hub(name(), mode, 4);
+             PostgresProvider other = PostgresProvider.create(hub.provider().config().toBuilder().longPolling(false)
+                     .migrationPolicy(MigrationPolicy.VERIFY_ONLY).poolSize(2).build())) {
             OrchestrationProvider p = hub.provider();
             dispatchers.start("wake-worker", 1, i -> () -> {
                 Optional<FetchedWorkItem> f = mode.pollWork(p, LOCK);
@@ -90,13 +101,14 @@ final class WakeScenario extends PairedScenario {
             });
             hub.awaitParked(2, 10_000);
             signals0 = hub.signals().snapshot();
-            for (int i = 0; i < 2 * samples; i++) {
+            for (int i = 0; i < 3 * samples; i++) {
                 Pause.sleepRandom(10, 30);
                 dispatchers.check();
-                boolean toWorker = i % 2 == 0;
+                boolean toWorker = i % 3 != 1;
+                boolean fromOther = i % 3 == 2;
                 long sent;
                 if (toWorker) {
-                    p.enqueueForWorker(new WorkItem.ActivityExecute("wake", 1, i, NAME, "{}"));
+                    (fromOther ? other : p).enqueueForWorker(new WorkItem.ActivityExecute("wake", 1, i, NAME, "{}"));
                     sent = System.nanoTime();
                 } else {
                     p.enqueueForOrchestrator(new WorkItem.StartOrchestration(prefix + i, NAME, "{}", "1.0.0"), null);
@@ -110,9 +122,9 @@ final class WakeScenario extends PairedScenario {
                 if (latency < 0) {
                     negative.incrementAndGet();
                 }
-                (toWorker ? worker : orchestrator).recordNanos(latency);
-                if ((i + 1) % 200 == 0) {
-                    ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1, 2 * samples);
+                (fromOther ? remoteWorker : toWorker ? worker : orchestrator).recordNanos(latency);
+                if ((i + 1) % 300 == 0) {
+                    ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1, 3 * samples);
                 }
             }
             signals = CountingSignals.delta(signals0, hub.signals().snapshot());
@@ -124,6 +136,7 @@ final class WakeScenario extends PairedScenario {
         ModeResult r = new ModeResult(mode)
                 .latency("worker", worker)
                 .latency("orchestrator", orchestrator)
+                .latency("workerFromOtherProvider", remoteWorker)
                 .detail("negativeSamples", negative.get());
         if (mode == Mode.LONG) {
             r.detail("longPollSignals", signals);

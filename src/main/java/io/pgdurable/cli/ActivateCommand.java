@@ -13,8 +13,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code pgdurable activate}: enables the schema's notify triggers so providers can long-poll it. Schema-wide:
- * every writer on the schema then sends the wake-up notifications.
+ * {@code pgdurable activate}: activates long polling on a schema. Schema-wide: every provider on the schema then
+ * announces its writes (wake-up notifications) to the others.
  */
 @Command(name = "activate", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
         description = "Enable LISTEN/NOTIFY long polling on a migrated schema (schema-wide; --off disables it).")
@@ -27,8 +27,8 @@ final class ActivateCommand implements Callable<Integer> {
     @Mixin
     DatabaseOptions options;
 
-    @Option(names = "--off", description = "Disable the notify triggers instead (long-polling providers then "
-            + "refuse to start under VERIFY_ONLY and fall back to their one-second probe if already running).")
+    @Option(names = "--off", description = "Deactivate instead (long-polling providers then refuse to start under "
+            + "VERIFY_ONLY; providers that do not long-poll stop announcing their writes within 30 s).")
     boolean off;
 
     @Override
@@ -56,7 +56,7 @@ final class ActivateCommand implements Callable<Integer> {
                 migrator.activate();
             }
             out.println("schema " + options.schema + ": long polling " + (migrator.activated() ? "activated"
-                    : "not activated") + " (notify triggers " + (off ? "disabled" : "enabled") + ")");
+                    : "not activated") + " (providers " + (off ? "stop announcing" : "announce") + " their writes)");
             out.flush();
             return 0;
         } catch (ProviderException e) {

@@ -121,7 +121,7 @@ final class StatusCommand implements Callable<Integer> {
             out.println("failed:       " + Text.list(s.failed()));
         }
         if (d.activated() != null) {
-            out.println("long polling: " + (d.activated() ? "activated (notify triggers enabled)"
+            out.println("long polling: " + (d.activated() ? "activated (providers announce their writes)"
                     : "not activated (run `activate` to enable LISTEN/NOTIFY long polling)"));
         }
         if (d.depths() != null) {

@@ -29,4 +29,7 @@ public interface LongPollSignals {
 
     /** A parked fetch was woken (queue "orchestrator" or "worker"). */
     default void waiterWoken(String queue) {}
+
+    /** A transaction of {@code payloads} announcements was sent to other processes. */
+    default void announced(int payloads) {}
 }

@@ -51,6 +51,7 @@ public final class LongPoller implements AutoCloseable {
     private final AtomicBoolean scanPending = new AtomicBoolean();
     private final AtomicBoolean probeRunning = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile String ownOrigin;
 
     public LongPoller(Settings settings, Clock clock, WorkScanner scanner, NotificationListener listener,
                       String channel, LongPollSignals signals) {
@@ -176,7 +177,26 @@ public final class LongPoller implements AutoCloseable {
 
     // ------------------------------------------------------------------ hints in
 
+    /**
+     * A hint from this process's own announcer: routed at once, without the round trip through the database. The
+     * same announcement comes back by NOTIFY and is then ignored (see {@link #ignoreOrigin}).
+     */
+    public void offer(Hint hint) {
+        if (!closed.get()) {
+            route(hint);
+        }
+    }
+
+    /** Notifications carrying this origin were already offered locally. */
+    void ignoreOrigin(String origin) {
+        this.ownOrigin = origin;
+    }
+
     private void onNotification(String payload) {
+        String own = ownOrigin;
+        if (own != null && own.equals(Hint.origin(payload))) {
+            return;
+        }
         Hint hint = Hint.parse(payload);
         if (hint != null) {
             route(hint);

@@ -1,5 +1,9 @@
 package io.pgdurable.postgres;
 
+import io.pgdurable.longpoll.Hint;
+import java.util.ArrayList;
+import java.util.function.Consumer;
+
 import io.pgdurable.spi.ProviderException;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -23,9 +27,11 @@ final class BatchAcker {
     private final Statements sql;
     private final WorkCompleter completer;
     private final Duration waitBound;
+    private final Consumer<List<Hint>> announce;
 
     BatchAcker(SqlRunner db, Statements sql, String schema, int batchSize, Duration flushIdle,
-               Duration connectionTimeout) {
+               Duration connectionTimeout, Consumer<List<Hint>> announce) {
+        this.announce = announce;
         this.db = db;
         this.sql = sql;
         this.completer = new WorkCompleter("pgdurable-acks-" + schema, OP, batchSize, flushIdle, this::flush);
@@ -118,15 +124,34 @@ final class BatchAcker {
                 return outcomes;
             }
         };
+        ProviderException[] outcomes;
         try {
-            return db.run(op, work);
+            outcomes = db.run(op, work);
         } catch (ProviderException e) {
             String state = e.sqlState().orElse("");
-            if (state.equals("40P01") || state.equals("40001")) {
-                LOG.debug("pgdurable: batched ack flush re-run after {}", e.getMessage());
-                return db.run(op, work);
+            if (!(state.equals("40P01") || state.equals("40001"))) {
+                throw e;
             }
-            throw e;
+            LOG.debug("pgdurable: batched ack flush re-run after {}", e.getMessage());
+            outcomes = db.run(op, work);
+        }
+        announceCompletions(acks, outcomes);
+        return outcomes;
+    }
+
+    /** The completions stored by acks that kept their lease are claimable on the orchestrator queue. */
+    private void announceCompletions(List<WorkCompleter.Ack> acks, ProviderException[] outcomes) {
+        List<String> instances = new ArrayList<>();
+        List<Long> times = new ArrayList<>();
+        for (int i = 0; i < outcomes.length; i++) {
+            WorkCompleter.Ack a = acks.get(i);
+            if (outcomes[i] == null && a.completionJson() != null) {
+                instances.add(a.instance());
+                times.add(a.nowMs());
+            }
+        }
+        if (!instances.isEmpty()) {
+            announce.accept(Announcements.orchestratorMessages(instances, times));
         }
     }
 }

@@ -2,6 +2,7 @@ package io.pgdurable.postgres;
 
 import static io.pgdurable.postgres.SqlRunner.singleInt;
 
+import io.pgdurable.longpoll.Hint;
 import io.pgdurable.spi.BatchEnqueueException;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.WorkItem;
@@ -15,6 +16,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,9 +37,11 @@ final class BatchEnqueuer {
     private final int chunkItems;
     private final long chunkBytes;
     private final Duration retryBudget;
+    private final Consumer<List<Hint>> announce;
 
     BatchEnqueuer(SqlRunner db, Statements sql, Payloads payloads, Clock clock, int chunkItems, long chunkBytes,
-                  Duration retryBudget) {
+                  Duration retryBudget, Consumer<List<Hint>> announce) {
+        this.announce = announce;
         this.db = db;
         this.sql = sql;
         this.payloads = payloads;
@@ -58,6 +62,7 @@ final class BatchEnqueuer {
         long now = clock.millis();
         storeInChunks(op, json, (c, from, to) -> {
             int m = to - from;
+            List<WorkItem.ActivityExecute> chunk = new ArrayList<>(m);
             String[] instances = new String[m];
             Long[] executions = new Long[m];
             Long[] activities = new Long[m];
@@ -65,6 +70,7 @@ final class BatchEnqueuer {
             String[] tags = new String[m];
             for (int i = 0; i < m; i++) {
                 WorkItem.ActivityExecute a = (WorkItem.ActivityExecute) batch.items()[from + i];
+                chunk.add(a);
                 instances[i] = a.instance();
                 executions[i] = a.executionId();
                 activities[i] = a.id();
@@ -79,7 +85,9 @@ final class BatchEnqueuer {
                 ps.setArray(5, c.createArrayOf("bigint", activities));
                 ps.setArray(6, c.createArrayOf("text", sessions));
                 ps.setArray(7, c.createArrayOf("text", tags));
-                return singleInt(ps);
+                int stored = singleInt(ps);
+                announce.accept(Announcements.workerItems(now, chunk));
+                return stored;
             }
         });
     }
@@ -124,7 +132,9 @@ final class BatchEnqueuer {
                 ps.setArray(3, c.createArrayOf("text", Arrays.copyOfRange(json, from, to)));
                 ps.setArray(4, c.createArrayOf("bigint", visibleAt));
                 ps.setLong(5, now);
-                return singleInt(ps);
+                int stored = singleInt(ps);
+                announce.accept(Announcements.orchestratorMessages(List.of(instances), List.of(visibleAt)));
+                return stored;
             }
         });
     }

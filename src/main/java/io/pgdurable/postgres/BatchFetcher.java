@@ -1,5 +1,6 @@
 package io.pgdurable.postgres;
 
+import io.pgdurable.longpoll.Hint;
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.longpoll.Route;
@@ -17,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,9 +44,11 @@ final class BatchFetcher {
     private final long maxReplyBytes;
     /** Null in short-poll mode. */
     private final LongPoller longPoller;
+    private final Consumer<List<Hint>> announce;
 
     BatchFetcher(SqlRunner db, Statements sql, Clock clock, Leases leases, long maxReplyBytes,
-                 LongPoller longPoller) {
+                 LongPoller longPoller, Consumer<List<Hint>> announce) {
+        this.announce = announce;
         this.db = db;
         this.sql = sql;
         this.clock = clock;
@@ -155,6 +159,11 @@ final class BatchFetcher {
                 return new ClaimedBatch(items, bytes, full);
             }
         });
+        if (!claimed.items().isEmpty()) {
+            List<WorkItem> items = new ArrayList<>(claimed.items().size());
+            claimed.items().forEach(f -> items.add(f.item()));
+            announce.accept(request.leaseHints(now, items));
+        }
         if (!undecodable.isEmpty()) {
             for (String[] bad : undecodable) {
                 leases.releaseUndecodableWorkItem(bad[0]);

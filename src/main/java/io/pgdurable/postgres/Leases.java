@@ -1,9 +1,12 @@
 package io.pgdurable.postgres;
 
+import io.pgdurable.longpoll.Hint;
 import io.pgdurable.spi.ProviderException;
 import java.sql.PreparedStatement;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -19,27 +22,39 @@ final class Leases {
     private final SqlRunner db;
     private final Statements sql;
     private final Clock clock;
+    private final Consumer<List<Hint>> announce;
 
-    Leases(SqlRunner db, Statements sql, Clock clock) {
+    Leases(SqlRunner db, Statements sql, Clock clock, Consumer<List<Hint>> announce) {
         this.db = db;
         this.sql = sql;
         this.clock = clock;
+        this.announce = announce;
     }
 
+    /**
+     * The released batch is claimable at {@code now + delay}; messages that arrived during the turn are claimable
+     * at once, whatever the delay (whether any did is not known here, so a delayed abandon announces both times).
+     */
     void abandonOrchestrationItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        abandon("abandonOrchestrationItem", sql.abandonOrchestrationItem, lockToken, delay, ignoreAttempt);
+        long now = abandon("abandonOrchestrationItem", sql.abandonOrchestrationItem, lockToken, delay, ignoreAttempt);
+        long delayMs = Payloads.delayMillis("abandonOrchestrationItem", delay);
+        announce.accept(delayMs > 0 ? Announcements.all(Announcements.orchestratorMessage(now),
+                Announcements.orchestratorMessage(now + delayMs)) : Announcements.orchestratorMessage(now));
     }
 
     void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
-        renew("renewOrchestrationItemLock", sql.renewOrchestrationItemLock, lockToken, extendFor);
+        long until = renew("renewOrchestrationItemLock", sql.renewOrchestrationItemLock, lockToken, extendFor);
+        announce.accept(Announcements.orchestrationLease(until));
     }
 
     void abandonWorkItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        abandon("abandonWorkItem", sql.abandonWorkItem, lockToken, delay, ignoreAttempt);
+        long now = abandon("abandonWorkItem", sql.abandonWorkItem, lockToken, delay, ignoreAttempt);
+        announce.accept(Announcements.activityReleased(now + Payloads.delayMillis("abandonWorkItem", delay)));
     }
 
     void renewWorkItemLock(String lockToken, Duration extendFor) {
-        renew("renewWorkItemLock", sql.renewWorkItemLock, lockToken, extendFor);
+        long until = renew("renewWorkItemLock", sql.renewWorkItemLock, lockToken, extendFor);
+        announce.accept(Announcements.activityLeaseRenewed(until));
     }
 
     /** A fetch that throws must hold no lock: gives an undecodable orchestrator batch back before the error. */
@@ -63,20 +78,25 @@ final class Leases {
         }
     }
 
-    private void abandon(String op, String statement, String lockToken, Duration delay, boolean ignoreAttempt) {
+    /** Returns the application time of the release. */
+    private long abandon(String op, String statement, String lockToken, Duration delay, boolean ignoreAttempt) {
         Payloads.notNull(op, "lockToken", lockToken);
         long delayMs = Payloads.delayMillis(op, delay);
-        tokenCall(op, statement, lockToken, delayMs, ignoreAttempt);
+        return tokenCall(op, statement, lockToken, delayMs, ignoreAttempt);
     }
 
-    private void renew(String op, String statement, String lockToken, Duration extendFor) {
+    /** Returns the new end of the lease. */
+    private long renew(String op, String statement, String lockToken, Duration extendFor) {
         Payloads.notNull(op, "lockToken", lockToken);
         long extendMs = Payloads.positiveMillis(op, "extendFor", extendFor);
-        tokenCall(op, statement, lockToken, extendMs, null);
+        return tokenCall(op, statement, lockToken, extendMs, null) + extendMs;
     }
 
-    /** {@code statement(token, now, millis[, ignoreAttempt])}; the flag is bound only when given. */
-    private void tokenCall(String op, String statement, String lockToken, long millis, Boolean ignoreAttempt) {
+    /**
+     * {@code statement(token, now, millis[, ignoreAttempt])}; the flag is bound only when given. Returns the
+     * application time passed as {@code now}.
+     */
+    private long tokenCall(String op, String statement, String lockToken, long millis, Boolean ignoreAttempt) {
         long now = clock.millis();
         db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(statement)) {
@@ -90,5 +110,6 @@ final class Leases {
                 return null;
             }
         });
+        return now;
     }
 }

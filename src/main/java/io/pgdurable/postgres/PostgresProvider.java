@@ -22,6 +22,7 @@ import io.pgdurable.spi.SystemStats;
 import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -34,6 +35,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
+import io.pgdurable.longpoll.Announcer;
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.NotificationListener;
 import io.pgdurable.longpoll.NotifyChannel;
@@ -68,6 +70,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final Payloads payloads;
     private final PostgresAdmin admin;
     private final LongPoller longPoller;
+    private final Announcer announcer;
     private final Leases leases;
     private final OrchestrationClaimer orchestrations;
     private final BatchFetcher batchFetcher;
@@ -91,6 +94,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         this.db = new SqlRunner(dataSource);
         LongPoller poller = null;
+        Announcer announcing = null;
         try {
             SchemaMigrator migrator = new SchemaMigrator(migrationSource(config), config);
             if (config.migrationPolicy() == MigrationPolicy.APPLY_ALL) {
@@ -102,8 +106,8 @@ public final class PostgresProvider implements OrchestrationProvider {
                 migrator.verify();
                 if (config.longPolling() && !migrator.activated()) {
                     throw ProviderException.permanent("verify", "long polling is on but schema '" + config.schema()
-                            + "' was never activated (its notify triggers are disabled) and VERIFY_ONLY runs no "
-                            + "DDL; run `pgdurable activate` or start one provider with APPLY_ALL and long polling");
+                            + "' was never activated and VERIFY_ONLY changes nothing; run `pgdurable activate` or "
+                            + "start one provider with APPLY_ALL and long polling");
                 }
             }
             if (config.longPolling()) {
@@ -114,7 +118,14 @@ public final class PostgresProvider implements OrchestrationProvider {
                         NotifyChannel.forSchema(config.schema()), config.longPollSignals());
                 poller.start();
             }
+            String channel = NotifyChannel.forSchema(config.schema());
+            announcing = new Announcer(poller, announcements -> sendAnnouncements(dataSource, channel, announcements),
+                    config.longPolling() ? null : () -> activated(dataSource), SchemaMigrator.ACTIVATION_RECHECK,
+                    channel, config.longPollSignals());
         } catch (RuntimeException e) {
+            if (announcing != null) {
+                announcing.close();
+            }
             if (poller != null) {
                 poller.close();
             }
@@ -125,17 +136,44 @@ public final class PostgresProvider implements OrchestrationProvider {
             throw e;
         }
         this.longPoller = poller;
-        this.leases = new Leases(db, sql, clock);
+        this.announcer = announcing;
+        this.leases = new Leases(db, sql, clock, announcer::announce);
         this.orchestrations = new OrchestrationClaimer(db, sql, clock, leases);
-        this.batchFetcher = new BatchFetcher(db, sql, clock, leases, config.fetchBatchMaxBytes(), longPoller);
+        this.batchFetcher = new BatchFetcher(db, sql, clock, leases, config.fetchBatchMaxBytes(), longPoller,
+                announcer::announce);
         this.batchEnqueuer = new BatchEnqueuer(db, sql, payloads, clock, config.enqueueChunkItems(),
-                config.enqueueChunkBytes(), config.enqueueRetryBudget());
+                config.enqueueChunkBytes(), config.enqueueRetryBudget(), announcer::announce);
         if (config.ackBatchSize() > 1) {
             this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
-                    config.connectionTimeout());
+                    config.connectionTimeout(), announcer::announce);
             this.acker.start();
         } else {
             this.acker = null;
+        }
+    }
+
+    /**
+     * The announcer's statement, on a pooled connection of its own choosing rather than through the runner: it must
+     * still send the hints of acks drained while the provider closes.
+     */
+    private void sendAnnouncements(DataSource dataSource, String channel, List<String> announcements)
+            throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement(sql.announce)) {
+            ps.setString(1, channel);
+            ps.setArray(2, c.createArrayOf("text", announcements.toArray()));
+            ps.execute();
+        }
+    }
+
+    /** Whether the schema is activated: read by a provider that does not long-poll (see {@link Announcer}). */
+    private boolean activated(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement(sql.longPollingActivated);
+             ResultSet rs = ps.executeQuery()) {
+            return rs.next() && rs.getBoolean(1);
+        } catch (SQLException e) {
+            throw SqlErrors.translate("activated", e);
         }
     }
 
@@ -242,7 +280,13 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         Long min = minVersion;
         Long max = maxVersion;
-        Supplier<Optional<FetchedOrchestration>> claim = () -> orchestrations.claim(op, lockMs, min, max);
+        Supplier<Optional<FetchedOrchestration>> claim = () -> {
+            Optional<FetchedOrchestration> got = orchestrations.claim(op, lockMs, min, max);
+            if (got.isPresent()) {
+                announcer.announce(Announcements.orchestrationLease(clock.millis() + lockMs));
+            }
+            return got;
+        };
         return longPoller == null ? claim.get()
                 : longPoller.fetch(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, pollTimeout, op, claim);
     }
@@ -257,7 +301,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         long now = clock.millis();
         TurnEncoder t = new TurnEncoder(payloads, now, executionId, historyDelta, workerItems, orchestratorItems,
                 metadata, cancelledActivities);
-        call(op, c -> {
+        Long lateMessagesAt = call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.ackOrchestrationItem)) {
                 int i = 1;
                 ps.setString(i++, lockToken);
@@ -291,10 +335,14 @@ public final class PostgresProvider implements OrchestrationProvider {
                 ps.setArray(i++, c.createArrayOf("text", t.cancelInstances));
                 ps.setArray(i++, c.createArrayOf("bigint", t.cancelExecutions));
                 ps.setArray(i, c.createArrayOf("bigint", t.cancelActivities));
-                ps.execute();
-                return null;
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    long next = rs.getLong(1);
+                    return rs.wasNull() ? null : next;
+                }
             }
         });
+        announcer.announce(Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, lateMessagesAt));
     }
 
     @Override
@@ -332,6 +380,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 return null;
             }
         });
+        announcer.announce(Announcements.orchestratorMessage(visible));
     }
 
     // ------------------------------------------------------------------------------------------ history
@@ -429,6 +478,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 return null;
             }
         });
+        announcer.announce(Announcements.workerItems(now, List.of(a)));
     }
 
     // ------------------------------------------------------------------------------------------ batched enqueue
@@ -484,7 +534,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private Optional<FetchedWorkItem> claimWorkItem(String op, WorkerClaim request) {
         String token = SqlRunner.newToken();
         long now = clock.millis();
-        return call(op, c -> {
+        Optional<FetchedWorkItem> claimed = call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.fetchWorkItem)) {
                 request.bind(c, ps, now, token);
                 try (ResultSet rs = ps.executeQuery()) {
@@ -505,6 +555,8 @@ public final class PostgresProvider implements OrchestrationProvider {
                 }
             }
         });
+        claimed.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item()))));
+        return claimed;
     }
 
     @Override
@@ -537,6 +589,9 @@ public final class PostgresProvider implements OrchestrationProvider {
                 return null;
             }
         });
+        if (completion != null) {
+            announcer.announce(Announcements.orchestratorMessage(now));
+        }
     }
 
     /** Acks handed to the batched-ack flusher and not yet answered; always 0 with {@code ackBatchSize} 1. */
@@ -567,7 +622,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         String[] owners = ownerIds.toArray(new String[0]);
         long now = clock.millis();
-        return call(op, c -> {
+        int renewed = call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.renewSessionLocks)) {
                 ps.setArray(1, c.createArrayOf("text", owners));
                 ps.setLong(2, now);
@@ -576,6 +631,10 @@ public final class PostgresProvider implements OrchestrationProvider {
                 return singleInt(ps);
             }
         });
+        if (renewed > 0) {
+            announcer.announce(List.of(Announcements.sessionLease(now + extendMs)));
+        }
+        return renewed;
     }
 
     @Override
@@ -684,6 +743,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (acker != null) {
             acker.close(config.ackDrainTimeout()); // flushes buffered acks while the pool is still open
         }
+        announcer.close(); // sends what the drained acks announced, then the pool may go
         if (ownedPool != null) {
             ownedPool.close();
         }

@@ -78,44 +78,41 @@ public final class SchemaMigrator {
     }
 
     /**
-     * Enables the schema's notify triggers (schema-wide: every provider on the schema now pays the notification
-     * cost and every long-polling provider can rely on it). DDL, so it runs under the migration lock.
+     * Activates long polling schema-wide: every provider of the schema announces its committed writes to the
+     * others by NOTIFY (providers started earlier pick this up within {@link #ACTIVATION_RECHECK}).
      */
     public void activate() {
-        setNotifyTriggers(true);
+        setLongPolling(true);
     }
 
-    /** Disables the notify triggers for every provider of the schema. */
+    /** Stops the announcements of every provider of the schema (long pollers then rely on their fallback probe). */
     public void deactivate() {
-        setNotifyTriggers(false);
+        setLongPolling(false);
     }
 
-    private void setNotifyTriggers(boolean enabled) {
-        Connection lockConnection = acquireLockConnection();
-        boolean released = false;
-        try {
-            try (PreparedStatement ps = lockConnection.prepareStatement(
-                    "SELECT " + Identifiers.quote(schema) + ".set_notify_triggers(?)")) {
-                ps.setBoolean(1, enabled);
-                ps.execute();
-            }
-            released = unlock(lockConnection);
-            LOG.info("pgdurable: notify triggers of schema {} {}", schema, enabled ? "enabled" : "disabled");
+    /** How often a provider that does not long-poll re-reads the activation setting. */
+    public static final java.time.Duration ACTIVATION_RECHECK = java.time.Duration.ofSeconds(30);
+
+    private void setLongPolling(boolean enabled) {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement(
+                     "SELECT " + Identifiers.quote(schema) + ".set_long_polling(?)")) {
+            ps.setBoolean(1, enabled);
+            ps.execute();
+            LOG.info("pgdurable: long polling of schema {} {}", schema, enabled ? "activated" : "deactivated");
         } catch (SQLException e) {
             throw SqlErrors.translate(enabled ? "activate" : "deactivate", e);
-        } finally {
-            finish(lockConnection, released);
         }
     }
 
-    /** Whether long polling was activated on the schema: all notify triggers enabled. Reads only. */
+    /** Whether long polling is activated on the schema (its providers announce their writes). Reads only. */
     public boolean activated() {
         try (Connection c = dataSource.getConnection();
              PreparedStatement ps = c.prepareStatement(
-                     "SELECT enabled, total FROM " + Identifiers.quote(schema) + ".notify_trigger_state()");
+                     "SELECT " + Identifiers.quote(schema) + ".long_polling_activated()");
              ResultSet rs = ps.executeQuery()) {
             rs.next();
-            return rs.getInt(2) > 0 && rs.getInt(1) == rs.getInt(2);
+            return rs.getBoolean(1);
         } catch (SQLException e) {
             throw SqlErrors.translate("status", e);
         }

@@ -41,6 +41,9 @@ final class Statements {
     final String enqueueOrchestratorItems;
     final String claimableNow;
     final String nextDeadlines;
+    final String longPollingActivated;
+    /** Every payload of one announcement batch, in one short transaction (the channel is a value, not SQL). */
+    final String announce = "SELECT count(pg_notify(?, p)) FROM unnest(?::text[]) AS p";
     /** Both timeouts for the rest of the transaction only (the {@code SET LOCAL} of a scan), in one statement. */
     final String setLocalScanTimeouts = "SELECT set_config('lock_timeout', ?, true), "
             + "set_config('statement_timeout', ?, true)";
@@ -48,7 +51,7 @@ final class Statements {
     Statements(String schema) {
         String s = Identifiers.quote(schema) + ".";
         fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(?, ?, ?, ?, ?)";
-        ackOrchestrationItem = "SELECT " + s + "ack_orchestration_item(" + params(31) + ")";
+        ackOrchestrationItem = "SELECT " + s + "ack_orchestration_turn(" + params(31) + ")";
         abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(?, ?, ?, ?)";
         renewOrchestrationItemLock = "SELECT " + s + "renew_orchestration_item_lock(?, ?, ?)";
         enqueueOrchestratorItem = "SELECT " + s + "enqueue_orchestrator_item(?, ?, ?, ?, ?)";
@@ -82,6 +85,7 @@ final class Statements {
         enqueueOrchestratorItems = "SELECT " + s + "enqueue_orchestrator_items(?, ?, ?, ?, ?)";
         claimableNow = "SELECT * FROM " + s + "claimable_now(?)";
         nextDeadlines = "SELECT * FROM " + s + "next_deadlines(?, ?)";
+        longPollingActivated = "SELECT " + s + "long_polling_activated()";
     }
 
     private static String params(int n) {

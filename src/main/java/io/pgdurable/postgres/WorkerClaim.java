@@ -1,5 +1,10 @@
 package io.pgdurable.postgres;
 
+import io.pgdurable.longpoll.Hint;
+import io.pgdurable.spi.WorkItem;
+import java.util.Collection;
+import java.util.List;
+
 import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
 
 import io.pgdurable.spi.SessionFetchConfig;
@@ -30,6 +35,12 @@ record WorkerClaim(long lockMs, SessionFetchConfig session, int tagMode, String[
         setLongOrNull(ps, 5, session == null ? null : session.lockTimeout().toMillis());
         ps.setInt(6, tagMode);
         ps.setArray(7, c.createArrayOf("text", tags));
+    }
+
+    /** What claiming {@code claimed} at {@code now} announces: their lease end, and the session lease if taken. */
+    List<Hint> leaseHints(long now, Collection<WorkItem> claimed) {
+        return Announcements.activityLeases(now + lockMs, claimed,
+                session == null ? null : now + session.lockTimeout().toMillis());
     }
 
     private static int mode(TagFilter filter) {

@@ -232,7 +232,7 @@ class LongPollFailureTest {
     void activation_rules_and_configuration_checks() throws SQLException {
         String schema = TestDatabase.newSchemaName("lpactivate");
         try {
-            // a plain APPLY_ALL provider installs the notify triggers disabled
+            // a plain APPLY_ALL provider leaves the schema unactivated
             try (PostgresProvider plain = PostgresProvider.create(TestDatabase.config(schema).build())) {
                 assertFalse(migrator(schema).activated(), "installed disabled");
             }
@@ -283,7 +283,7 @@ class LongPollFailureTest {
         return new SchemaMigrator(ds, config);
     }
 
-    /** Relations, functions, triggers with their enabled state, and the migration ledger of {@code schema}. */
+    /** Relations, functions, triggers, the hub settings (with their row versions) and the migration ledger. */
     private static String fingerprint(String schema) throws SQLException {
         try (Connection c = TestDatabase.connect(); PreparedStatement ps = c.prepareStatement(
                 "SELECT (SELECT count(*) FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace "
@@ -304,10 +304,12 @@ class LongPollFailureTest {
                 catalog = rs.getString(1);
             }
             try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(
-                    "SELECT count(*), max(installed_rank) FROM " + LongPollProviderTest.quote(schema)
+                    "SELECT count(*), max(installed_rank), (SELECT string_agg(s.name || '=' || s.value || '@'"
+                            + " || s.xmin::text, ',' ORDER BY s.name) FROM " + LongPollProviderTest.quote(schema)
+                            + ".hub_settings s) FROM " + LongPollProviderTest.quote(schema)
                             + ".pgdurable_schema_history")) {
                 rs.next();
-                return catalog + "; ledger " + rs.getLong(1) + "/" + rs.getLong(2);
+                return catalog + "; ledger " + rs.getLong(1) + "/" + rs.getLong(2) + "; settings " + rs.getString(3);
             }
         }
     }

@@ -753,6 +753,41 @@ class LongPollProviderTest {
         return (BackgroundFetch<T>[]) new BackgroundFetch<?>[n];
     }
 
+    // ------------------------------------------------------------------ 12. announcements
+
+    @Test
+    void own_writes_wake_local_fetches_once_and_other_providers_by_notify() {
+        try (LongPollHarness h = LongPollHarness.open("lpown", NO_FALLBACK);
+             LongPollHarness other = LongPollHarness.onSchema(h.schema, NO_FALLBACK)) {
+            h.warmUp();
+            LongPoller poller = h.poller();
+            for (int n = 0; n < 3; n++) {
+                // in this process: the enqueue's hint is routed before the enqueue call returns
+                long wakes = poller.wakesIssued();
+                int notes = h.signals.notificationCount();
+                BackgroundFetch<FetchedWorkItem> local = h.parkWorker("local-" + n, POLL);
+                h.signals.await(() -> poller.waiting() == 1, GET, "the local fetch parked");
+                h.provider.enqueueForWorker(activity("own", n));
+                FetchedWorkItem got = local.get(GET).orElseThrow(() -> new AssertionError("local: no wake"));
+                // both announcements (the enqueue, the claim's lease end) come back by NOTIFY and are ignored
+                h.signals.await(() -> h.signals.notificationCount() >= notes + 2, GET, "the echo of both hints");
+                assertEquals(1, poller.wakesIssued() - wakes, "one item, one wake; notifications "
+                        + h.signals.notificationsSince(notes));
+                h.provider.ackWorkItem(got.lockToken(), null);
+
+                // in another process (another provider): the same announcement arrives by NOTIFY
+                BackgroundFetch<FetchedWorkItem> remote = other.parkWorker("remote-" + n, POLL);
+                other.signals.await(() -> other.poller().waiting() == 1, GET, "the remote fetch parked");
+                long t0 = System.nanoTime();
+                h.provider.enqueueForWorker(activity("other", n));
+                FetchedWorkItem far = remote.get(GET).orElseThrow(() -> new AssertionError("remote: no wake"));
+                assertTrue(remote.millisSince(t0) < 1_000, "woken by NOTIFY, not a probe: "
+                        + remote.millisSince(t0) + " ms");
+                other.provider.ackWorkItem(far.lockToken(), null);
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ helpers
 
     /** The URL with {@code synchronous_commit=off} for its sessions. */
