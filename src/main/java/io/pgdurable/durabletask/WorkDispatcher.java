@@ -112,16 +112,22 @@ final class WorkDispatcher implements AutoCloseable {
                     response.getInstanceId());
             return;
         }
-        held.stream.orchestrationSlot.release();
-        TurnApplier.Ack ack;
+        // The slot is freed only after the commit: a fetch started earlier would find the instance still locked
+        // and park until the fallback probe, instead of seeing the messages this turn sends to itself.
         try {
-            ack = applier.complete(held.turn, response);
-        } catch (RuntimeException e) {
-            abandonQuietly(held.turn.lockToken, Duration.ofSeconds(1));
-            LOG.error("instance {}: could not apply the worker's actions", held.turn.instance, e);
-            throw Status.INTERNAL.withDescription("could not apply the actions: " + e.getMessage()).asException();
+            TurnApplier.Ack ack;
+            try {
+                ack = applier.complete(held.turn, response);
+            } catch (RuntimeException e) {
+                abandonQuietly(held.turn.lockToken, Duration.ofSeconds(1));
+                LOG.error("instance {}: could not apply the worker's actions", held.turn.instance, e);
+                throw Status.INTERNAL.withDescription("could not apply the actions: " + e.getMessage())
+                        .asException();
+            }
+            commit(ack, held.turn.instance);
+        } finally {
+            held.stream.orchestrationSlot.release();
         }
-        commit(ack, held.turn.instance);
     }
 
     private void commit(TurnApplier.Ack ack, String instance) throws StatusException {
@@ -152,7 +158,14 @@ final class WorkDispatcher implements AutoCloseable {
                     response.getTaskId(), response.getInstanceId());
             return;
         }
-        held.stream.activitySlot.release();
+        try {
+            ackActivity(held, response);
+        } finally {
+            held.stream.activitySlot.release();
+        }
+    }
+
+    private void ackActivity(HeldActivity held, ActivityResponse response) throws StatusException {
         HistoryEvent.Builder e = DtEvents.event(DtEvents.NO_ID, java.time.Instant.now());
         if (response.hasFailureDetails()) {
             e.setTaskFailed(TaskFailedEvent.newBuilder().setTaskScheduledId(response.getTaskId())
