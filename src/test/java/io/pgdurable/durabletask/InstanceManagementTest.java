@@ -196,6 +196,20 @@ class InstanceManagementTest {
     }
 
     @Test
+    void deleteTaskHubRemovesEveryInstanceAndTheHubKeepsWorking() throws Exception {
+        String finished = hub.client.scheduleNewOrchestrationInstance("Echo", "a");
+        String running = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
+        hub.client.waitForInstanceCompletion(finished, WAIT, false);
+        hub.client.waitForInstanceStart(running, WAIT, false);
+        hub.client.deleteTaskHub();
+        assertFalse(hub.client.getInstanceMetadata(finished, false).isInstanceFound());
+        assertFalse(hub.client.getInstanceMetadata(running, false).isInstanceFound());
+        hub.client.createTaskHub(false);
+        String after = hub.client.scheduleNewOrchestrationInstance("Echo", "b");
+        assertEquals("b", hub.client.waitForInstanceCompletion(after, WAIT, true).readOutputAs(String.class));
+    }
+
+    @Test
     void purgeByIdAndByFilterDeletesOnlyFinishedInstances() throws Exception {
         Instant before = Instant.now().minusSeconds(1);
         String prefix = unique("purge") + "-";

@@ -104,6 +104,15 @@ class OrchestrationFeaturesTest {
                         ctx.complete(n);
                     }
                 }))
+                .addOrchestration(orchestration("CarryOver", ctx -> {
+                    if (ctx.getInput(Integer.class) == 0) {
+                        ctx.waitForExternalEvent("first", String.class).await();
+                        ctx.continueAsNew(1); // an event not yet consumed is carried into the next execution
+                    } else {
+                        ctx.complete("next execution got " + ctx.waitForExternalEvent("second", String.class)
+                                .await());
+                    }
+                }))
                 .addOrchestration(orchestration("Sender", ctx -> {
                     ctx.sendEvent(ctx.getInput(String.class), "go", "from a sender");
                     ctx.createTimer(Duration.ofMillis(50)).await(); // a second turn: the send must not repeat
@@ -269,6 +278,18 @@ class OrchestrationFeaturesTest {
         // The latest execution's history starts afresh with its own ExecutionStarted.
         List<Event> last = hub.provider.read(done.getInstanceId());
         assertEquals(1, last.stream().filter(e -> e.type().equals("ExecutionStarted")).count());
+    }
+
+    @Test
+    void continueAsNewCarriesOverUnprocessedEvents() throws Exception {
+        String id = hub.client.scheduleNewOrchestrationInstance("CarryOver", 0);
+        hub.client.waitForInstanceStart(id, WAIT, false);
+        hub.client.raiseEvent(id, "second", "kept");
+        hub.client.raiseEvent(id, "first", "go");
+        OrchestrationMetadata done = hub.client.waitForInstanceCompletion(id, WAIT, true);
+        assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
+        assertEquals("next execution got kept", done.readOutputAs(String.class));
+        assertEquals(2, hub.provider.asManagementCapability().orElseThrow().listExecutions(id).size());
     }
 
     @Test
