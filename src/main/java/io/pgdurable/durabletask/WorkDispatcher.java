@@ -308,8 +308,8 @@ final class WorkDispatcher implements AutoCloseable {
             }
             FetchedWorkItem fetched = f.get();
             if (!(fetched.item() instanceof io.pgdurable.spi.WorkItem.ActivityExecute a)) {
-                LOG.warn("dropping a worker-queue item that is not an activity: {}", fetched.item().kind());
-                provider.ackWorkItem(fetched.lockToken(), null);
+                // Unreachable with this provider (only activities go to the worker queue); never drop it.
+                abandonActivityQuietly(fetched.lockToken(), Duration.ofSeconds(30));
                 return false;
             }
             ActivityRequest request;
