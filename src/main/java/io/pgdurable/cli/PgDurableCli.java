@@ -14,7 +14,8 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * The {@code pgdurable} command shipped in the shaded jar: {@code migrate} and {@code status}.
+ * The {@code pgdurable} command shipped in the shaded jar: {@code migrate}, {@code activate}, {@code status},
+ * {@code bench} and {@code serve}.
  *
  * <p>Exit codes: 0 success; 1 a {@link ProviderException} (database unreachable, migration failed, ...), printed as
  * {@code error: <message>} on stderr with {@code (retryable)} when repeating may help; 2 a usage error. Without
@@ -22,8 +23,10 @@ import picocli.CommandLine.Spec;
  * URLs are always shown through {@link PostgresProviderConfig#redactUrl(String)}.
  */
 @Command(name = "pgdurable", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
-        description = "Schema tool for pgdurable, the PostgreSQL provider for durable-workflow runtimes.",
+        description = "Schema tool, benchmark and Durable Task sidecar for pgdurable, the PostgreSQL provider for "
+                + "durable-workflow runtimes.",
         subcommands = {MigrateCommand.class, ActivateCommand.class, StatusCommand.class, BenchCommand.class,
+                ServeCommand.class,
                 CommandLine.HelpCommand.class},
         footer = {"", "Exit codes: 0 success, 1 provider/database error, 2 usage error."})
 public final class PgDurableCli implements Callable<Integer> {

@@ -1,0 +1,103 @@
+package io.pgdurable.cli;
+
+import io.pgdurable.durabletask.SidecarConfig;
+import io.pgdurable.durabletask.SidecarServer;
+import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.spi.ProviderException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code pgdurable serve}: the Durable Task sidecar on the task hub's schema, long polling on, until SIGTERM/SIGINT
+ * (or, in-process, until the running thread is interrupted). Stopping lets the workers return what they hold for a
+ * few seconds and abandons the rest, so nothing is lost.
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+        description = {"Run a Durable Task sidecar (the TaskHubSidecarService gRPC protocol of durabletask-client "
+                + "1.5.0) on PostgreSQL, with LISTEN/NOTIFY long polling.",
+                "Point DurableTaskGrpcWorkerBuilder().port(p) and DurableTaskGrpcClientBuilder().port(p) at it. "
+                        + "Without --db an embedded, throw-away PostgreSQL is started (everything is lost on exit)."})
+final class ServeCommand implements Callable<Integer> {
+    private static final long STOP_BUDGET_SECONDS = 20;
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    DatabaseOptions options;
+
+    @Option(names = "--port", paramLabel = "PORT", defaultValue = "4001",
+            description = "gRPC port (default: ${DEFAULT-VALUE}, the Durable Task SDK's default; 0 picks a free one).")
+    int port;
+
+    @Option(names = "--host", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
+            description = "Address to bind (default: ${DEFAULT-VALUE}). The protocol has no authentication: bind "
+                    + "other addresses only on a network you trust.")
+    String host;
+
+    @Option(names = "--pool-size", paramLabel = "N", defaultValue = "12",
+            description = "Database connections of the provider (default: ${DEFAULT-VALUE}); each connected worker "
+                    + "parks up to two long-polled fetches.")
+    int poolSize;
+
+    @Override
+    public Integer call() {
+        options.validate(spec);
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        CountDownLatch stopRequested = new CountDownLatch(1);
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread hook = new Thread(() -> {
+            stopRequested.countDown();
+            try {
+                stopped.await(STOP_BUDGET_SECONDS, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "pgdurable-serve-stop");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try (Database db = Database.open(options, out, err)) {
+            PostgresProviderConfig config = PostgresProviderConfig.builder()
+                    .jdbcUrl(db.url())
+                    .schema(options.schema)
+                    .poolSize(poolSize)
+                    .longPolling(true)
+                    .build();
+            try (PostgresProvider provider = PostgresProvider.create(config);
+                 SidecarServer sidecar = SidecarServer.start(provider, SidecarConfig.defaults(options.schema)
+                         .withHost(host).withPort(port).withStatusJdbcUrl(db.url()))) {
+                out.println("Durable Task sidecar listening on " + host + ":" + sidecar.port() + " (schema "
+                        + options.schema + " on " + db.displayUrl() + ", long polling on); stop with Ctrl-C");
+                out.flush();
+                stopRequested.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // an in-process stop; the resources close above
+            }
+            out.println("Durable Task sidecar stopped");
+            out.flush();
+            return 0;
+        } catch (UncheckedIOException e) {
+            err.println("error: " + e.getMessage() + ": " + e.getCause().getMessage());
+            err.flush();
+            return 1;
+        } catch (ProviderException e) {
+            return PgDurableCli.fail(err, e);
+        } finally {
+            stopped.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook is running: it has what it waits for
+            }
+        }
+    }
+}

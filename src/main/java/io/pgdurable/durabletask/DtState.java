@@ -1,0 +1,98 @@
+package io.pgdurable.durabletask;
+
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationStatus;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskFailureDetails;
+import io.pgdurable.internal.Json;
+import io.pgdurable.spi.ExecutionMetadata;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * What a client asks about an execution that the provider's status column cannot say: the exact Durable Task
+ * status (suspended, terminated), the input, the output and the failure details. It is stored as the provider's
+ * execution output (opaque text) whenever the sidecar sets a status, so a status read is one row, never a history
+ * scan. The provider's own status stays in its four-value vocabulary (see {@link #providerStatus}).
+ */
+record DtState(OrchestrationStatus status, String input, String output, TaskFailureDetails failure) {
+
+    static DtState running(String input) {
+        return new DtState(OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING, input, null, null);
+    }
+
+    DtState withStatus(OrchestrationStatus newStatus) {
+        return new DtState(newStatus, input, output, failure);
+    }
+
+    DtState finished(OrchestrationStatus newStatus, String newOutput, TaskFailureDetails newFailure) {
+        return new DtState(newStatus, input, newOutput, newFailure);
+    }
+
+    boolean isTerminal() {
+        return isTerminal(status);
+    }
+
+    static boolean isTerminal(OrchestrationStatus s) {
+        return s == OrchestrationStatus.ORCHESTRATION_STATUS_COMPLETED
+                || s == OrchestrationStatus.ORCHESTRATION_STATUS_FAILED
+                || s == OrchestrationStatus.ORCHESTRATION_STATUS_TERMINATED
+                || s == OrchestrationStatus.ORCHESTRATION_STATUS_CANCELED;
+    }
+
+    /**
+     * Terminated and canceled count as failed for the provider: the execution ended without doing its work, and
+     * the provider's bulk purge and metrics then treat it as finished.
+     */
+    static String providerStatus(OrchestrationStatus s) {
+        return switch (s) {
+            case ORCHESTRATION_STATUS_COMPLETED -> ExecutionMetadata.COMPLETED;
+            case ORCHESTRATION_STATUS_FAILED, ORCHESTRATION_STATUS_TERMINATED, ORCHESTRATION_STATUS_CANCELED ->
+                    ExecutionMetadata.FAILED;
+            case ORCHESTRATION_STATUS_CONTINUED_AS_NEW -> ExecutionMetadata.CONTINUED_AS_NEW;
+            default -> ExecutionMetadata.RUNNING;
+        };
+    }
+
+    String toJson() {
+        Map<String, Object> json = new LinkedHashMap<>();
+        json.put("dt_status", shortName(status));
+        json.put("input", input);
+        json.put("output", output);
+        if (failure != null) {
+            json.put("failure", DtPayload.wrap(failure));
+        }
+        return Json.write(json);
+    }
+
+    /**
+     * Reads what {@link #toJson} wrote; text of any other form (an instance another runtime wrote) becomes a state
+     * derived from the provider's status with that text as output.
+     */
+    static DtState parse(String providerStatus, String json) {
+        if (json != null) {
+            try {
+                Map<String, Object> m = Json.parseObject(json);
+                if (m.get("dt_status") instanceof String s) {
+                    TaskFailureDetails failure = m.get("failure") instanceof String f
+                            ? DtPayload.unwrap(f, TaskFailureDetails.parser()) : null;
+                    return new DtState(fromShortName(s), (String) m.get("input"), (String) m.get("output"), failure);
+                }
+            } catch (IllegalArgumentException | ClassCastException notOurs) {
+                // falls through: not an envelope
+            }
+        }
+        OrchestrationStatus s = switch (providerStatus == null ? "" : providerStatus) {
+            case ExecutionMetadata.COMPLETED -> OrchestrationStatus.ORCHESTRATION_STATUS_COMPLETED;
+            case ExecutionMetadata.FAILED -> OrchestrationStatus.ORCHESTRATION_STATUS_FAILED;
+            default -> OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING;
+        };
+        return new DtState(s, null, json, null);
+    }
+
+    static String shortName(OrchestrationStatus s) {
+        return s.name().substring("ORCHESTRATION_STATUS_".length());
+    }
+
+    static OrchestrationStatus fromShortName(String s) {
+        return OrchestrationStatus.valueOf("ORCHESTRATION_STATUS_" + s);
+    }
+}

@@ -1,0 +1,94 @@
+package io.pgdurable.durabletask;
+
+import io.grpc.Server;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.pgdurable.spi.OrchestrationProvider;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.time.Clock;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Durable Task sidecar: a gRPC server speaking TaskHubSidecarService on top of an {@link OrchestrationProvider}.
+ * Durable Task for Java workers and clients ({@code DurableTaskGrpcWorkerBuilder().port(p)},
+ * {@code DurableTaskGrpcClientBuilder().port(p)}) connect to it as they would to any sidecar.
+ *
+ * <p>The provider stays the caller's: closing the server does not close it. {@link #close()} stops accepting
+ * calls, lets workers return what they hold for up to {@link SidecarConfig#shutdownGrace()}, abandons the rest (so
+ * another sidecar picks it up at once) and ends the worker streams.
+ */
+public final class SidecarServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(SidecarServer.class);
+
+    private final Server server;
+    private final WorkDispatcher dispatcher;
+    private final InstanceWatch watch;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private SidecarServer(Server server, WorkDispatcher dispatcher, InstanceWatch watch) {
+        this.server = server;
+        this.dispatcher = dispatcher;
+        this.watch = watch;
+    }
+
+    /** Binds and starts serving; throws {@link UncheckedIOException} when the address cannot be bound. */
+    public static SidecarServer start(OrchestrationProvider provider, SidecarConfig config) {
+        Clock clock = Clock.systemUTC();
+        InstanceWatch watch = config.statusJdbcUrl() == null ? InstanceWatch.local()
+                : InstanceWatch.shared(config.statusJdbcUrl(), config.schema());
+        WorkDispatcher dispatcher = new WorkDispatcher(provider, watch, config, clock);
+        InstanceClient client = new InstanceClient(provider, watch, config, clock);
+        Server server = NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
+                .addService(new TaskHubService(dispatcher, client))
+                // Find workers whose connection died silently; their items are abandoned when the stream ends.
+                .keepAliveTime(30, TimeUnit.SECONDS)
+                .keepAliveTimeout(10, TimeUnit.SECONDS)
+                .permitKeepAliveTime(10, TimeUnit.SECONDS)
+                .maxInboundMessageSize(16 * 1024 * 1024)
+                .build();
+        try {
+            server.start();
+        } catch (IOException e) {
+            dispatcher.close();
+            watch.close();
+            throw new UncheckedIOException("could not listen on " + config.host() + ":" + config.port(), e);
+        }
+        LOG.info("Durable Task sidecar listening on {}:{} (task hub schema {})", config.host(), server.getPort(),
+                config.schema());
+        return new SidecarServer(server, dispatcher, watch);
+    }
+
+    /** The bound port (useful with port 0). */
+    public int port() {
+        return server.getPort();
+    }
+
+    /** Worker streams open right now. */
+    public int openWorkerStreams() {
+        return dispatcher.openStreams();
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        server.shutdown(); // no new calls; running ones continue
+        dispatcher.close();
+        watch.close(); // wakes waiting client calls so they end
+        try {
+            if (!server.awaitTermination(2, TimeUnit.SECONDS)) {
+                server.shutdownNow();
+                server.awaitTermination(1, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            server.shutdownNow();
+            Thread.currentThread().interrupt();
+        }
+        LOG.info("Durable Task sidecar stopped");
+    }
+}

@@ -1,0 +1,498 @@
+package io.pgdurable.durabletask;
+
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ActivityRequest;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CompleteOrchestrationAction;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ContinueAsNewEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateSubOrchestrationAction;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateTimerAction;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventRaisedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventSentEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionCompletedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionStartedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionTerminatedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationInstance;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationStatus;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorAction;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorRequest;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorResponse;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ParentInstanceInfo;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ScheduleTaskAction;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SendEventAction;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SubOrchestrationInstanceCompletedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SubOrchestrationInstanceCreatedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SubOrchestrationInstanceFailedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskFailureDetails;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskScheduledEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TimerCreatedEvent;
+import io.pgdurable.internal.Json;
+import io.pgdurable.spi.Event;
+import io.pgdurable.spi.Events;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.OrchestrationItem;
+import io.pgdurable.spi.ScheduledActivityIdentifier;
+import io.pgdurable.spi.WorkItem;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Turns one fetched orchestration item into the request a worker runs ({@link #prepare}), and the worker's answer
+ * into the arguments of the one atomic ack that commits the turn ({@link #complete}). Pure: it never calls the
+ * provider, so every decision here is testable without a database.
+ *
+ * <p>History layout per provider execution: Durable Task events (type = kind, data = protobuf), plus the provider's
+ * own {@code CustomStatusUpdated} events so the provider keeps the instance's custom status. {@code EventSent}
+ * events are stored to remember which send actions were already carried out (the 1.5.0 worker cannot replay them
+ * and re-reports a send until the sidecar stops asking, so they are never shown to it).
+ */
+final class TurnApplier {
+    private static final Logger LOG = LoggerFactory.getLogger(TurnApplier.class);
+
+    private final Clock clock;
+
+    TurnApplier(Clock clock) {
+        this.clock = clock;
+    }
+
+    /** A prepared turn: either work for a worker ({@link #request} non-null) or messages to just consume. */
+    static final class Turn {
+        final String lockToken;
+        final String instance;
+        final long currentExecutionId;
+        long executionId;
+        boolean newExecution;
+        boolean firstTurn;
+        long nextEventId = 1;
+        final List<HistoryEvent> past = new ArrayList<>();
+        final List<HistoryEvent> fresh = new ArrayList<>();
+        HistoryEvent started;
+        long parentExecutionId;
+        boolean terminal;
+        boolean suspended;
+        boolean suspensionChanged;
+        boolean terminateRecursive;
+        String lastCustomStatus;
+        final Set<Integer> sentEventIds = new LinkedHashSet<>();
+        final Set<Integer> openActivities = new LinkedHashSet<>();
+        final Map<Integer, String> openChildren = new LinkedHashMap<>();
+        final Map<Integer, Instant> timerDue = new LinkedHashMap<>();
+        OrchestratorRequest request;
+
+        Turn(String lockToken, String instance, long currentExecutionId) {
+            this.lockToken = lockToken;
+            this.instance = instance;
+            this.currentExecutionId = currentExecutionId;
+            this.executionId = currentExecutionId;
+        }
+
+        boolean needsWorker() {
+            return request != null;
+        }
+    }
+
+    /** Everything one {@code ackOrchestrationItem} call takes, plus whether a client-visible status changed. */
+    record Ack(String lockToken, long executionId, List<Event> historyDelta, List<WorkItem> workerItems,
+               List<WorkItem> orchestratorItems, ExecutionMetadata metadata,
+               List<ScheduledActivityIdentifier> cancelledActivities, boolean statusChanged) {}
+
+    Turn prepare(FetchedOrchestration fetched) {
+        OrchestrationItem item = fetched.item();
+        Turn t = new Turn(fetched.lockToken(), item.instance(), item.executionId());
+        for (Event e : item.history()) {
+            t.nextEventId = Math.max(t.nextEventId, e.eventId() + 1);
+            if (Events.CUSTOM_STATUS_UPDATED.equals(e.type())) {
+                Object status = Json.parseObject(e.data()).get("status");
+                t.lastCustomStatus = status instanceof String s ? s : null;
+                continue;
+            }
+            DtEvents.fromEvent(e).ifPresent(h -> replay(t, h));
+        }
+        t.firstTurn = t.started == null;
+
+        // Starts first: a message sent before a delayed start is fetched ahead of it but belongs after it.
+        List<WorkItem> messages = new ArrayList<>(item.messages());
+        messages.sort(Comparator.comparingInt(m -> m instanceof WorkItem.StartOrchestration
+                || m instanceof WorkItem.ContinueAsNew ? 0 : 1));
+        for (WorkItem m : messages) {
+            DtMessages.Incoming in;
+            try {
+                in = DtMessages.decode(m);
+            } catch (IllegalArgumentException e) {
+                LOG.warn("instance {}: dropping a {} message the sidecar cannot read: {}", t.instance, m.kind(),
+                        e.getMessage());
+                continue;
+            }
+            accept(t, m, in);
+        }
+        if (t.fresh.isEmpty()) {
+            return t; // nothing for the worker: the ack only consumes the messages
+        }
+        if (t.started == null) {
+            LOG.warn("instance {}: dropping {} message(s) for an instance that was never started", t.instance,
+                    t.fresh.size());
+            t.fresh.clear();
+            return t;
+        }
+        List<HistoryEvent> newEvents = new ArrayList<>(t.fresh.size() + 1);
+        newEvents.add(DtEvents.orchestratorStarted(turnTime(t)));
+        newEvents.addAll(t.fresh);
+        t.fresh.clear();
+        t.fresh.addAll(newEvents);
+        ExecutionStartedEvent s = t.started.getExecutionStarted();
+        OrchestratorRequest.Builder rb = OrchestratorRequest.newBuilder().setInstanceId(t.instance)
+                .addAllNewEvents(newEvents);
+        if (s.getOrchestrationInstance().hasExecutionId()) {
+            rb.setExecutionId(s.getOrchestrationInstance().getExecutionId());
+        }
+        if (!t.newExecution) {
+            rb.addAllPastEvents(t.past);
+        }
+        t.request = rb.build();
+        return t;
+    }
+
+    /**
+     * The worker takes the OrchestratorStarted time as "now" and re-arms a timer that has not strictly passed its
+     * due time, so the time is never at or before the due time of a timer fired in this batch.
+     */
+    private Instant turnTime(Turn t) {
+        Instant now = clock.instant();
+        for (HistoryEvent e : t.fresh) {
+            if (e.hasTimerFired()) {
+                Instant due = t.timerDue.get(e.getTimerFired().getTimerId());
+                if (due != null && !now.isAfter(due)) {
+                    now = due.plusNanos(1_000);
+                }
+            }
+        }
+        return now;
+    }
+
+    /** Folds one stored event into what the turn needs to know about the execution. */
+    private static void replay(Turn t, HistoryEvent h) {
+        switch (h.getEventTypeCase()) {
+            case EXECUTIONSTARTED -> t.started = h;
+            case TASKSCHEDULED -> t.openActivities.add(h.getEventId());
+            case TASKCOMPLETED -> t.openActivities.remove(h.getTaskCompleted().getTaskScheduledId());
+            case TASKFAILED -> t.openActivities.remove(h.getTaskFailed().getTaskScheduledId());
+            case SUBORCHESTRATIONINSTANCECREATED ->
+                    t.openChildren.put(h.getEventId(), h.getSubOrchestrationInstanceCreated().getInstanceId());
+            case SUBORCHESTRATIONINSTANCECOMPLETED ->
+                    t.openChildren.remove(h.getSubOrchestrationInstanceCompleted().getTaskScheduledId());
+            case SUBORCHESTRATIONINSTANCEFAILED ->
+                    t.openChildren.remove(h.getSubOrchestrationInstanceFailed().getTaskScheduledId());
+            case TIMERCREATED -> t.timerDue.put(h.getEventId(), DtEvents.instant(h.getTimerCreated().getFireAt()));
+            case EXECUTIONSUSPENDED -> t.suspended = true;
+            case EXECUTIONRESUMED -> t.suspended = false;
+            case EXECUTIONCOMPLETED, CONTINUEASNEW -> t.terminal = true;
+            default -> { }
+        }
+        if (h.hasEventSent()) {
+            t.sentEventIds.add(h.getEventId());
+            return; // the 1.5.0 worker throws on EventSent during replay
+        }
+        t.past.add(h);
+    }
+
+    private static void accept(Turn t, WorkItem m, DtMessages.Incoming in) {
+        HistoryEvent e = in.event();
+        if (in.starts()) {
+            boolean canRestart = t.started != null && t.terminal && !t.newExecution;
+            if (t.started == null && !t.newExecution) {
+                t.started = e;
+            } else if (canRestart) {
+                // After continue-as-new (or a new start of a finished instance) the next execution begins afresh.
+                resetForNewExecution(t);
+                t.started = e;
+            } else {
+                LOG.debug("instance {}: ignoring a second start while it runs", t.instance);
+                return;
+            }
+            t.parentExecutionId = in.parentExecutionId();
+            t.fresh.add(e);
+            t.fresh.addAll(in.carried());
+            return;
+        }
+        if (t.terminal && !t.newExecution) {
+            LOG.debug("instance {}: dropping a {} message for a finished execution", t.instance, m.kind());
+            return;
+        }
+        if (in.executionId() != 0 && in.executionId() != t.executionId) {
+            LOG.debug("instance {}: dropping a {} message of execution {} (current {})", t.instance, m.kind(),
+                    in.executionId(), t.executionId);
+            return;
+        }
+        switch (e.getEventTypeCase()) {
+            case EXECUTIONSUSPENDED -> {
+                if (t.suspended) {
+                    return;
+                }
+                t.suspended = true;
+                t.suspensionChanged = !t.suspensionChanged;
+            }
+            case EXECUTIONRESUMED -> {
+                if (!t.suspended) {
+                    return;
+                }
+                t.suspended = false;
+                t.suspensionChanged = !t.suspensionChanged;
+            }
+            case EXECUTIONTERMINATED -> t.terminateRecursive |= in.recursive();
+            default -> { }
+        }
+        t.fresh.add(e);
+    }
+
+    private static void resetForNewExecution(Turn t) {
+        t.newExecution = true;
+        t.executionId = t.currentExecutionId + 1;
+        t.nextEventId = 1;
+        t.past.clear();
+        t.terminal = false;
+        t.suspended = false;
+        t.suspensionChanged = false;
+        t.sentEventIds.clear();
+        t.openActivities.clear();
+        t.openChildren.clear();
+        t.timerDue.clear();
+        t.lastCustomStatus = null;
+        t.firstTurn = true;
+    }
+
+    /** The ack of a turn no worker needs to see: consumes its messages, changes nothing else. */
+    Ack consumeOnly(Turn t) {
+        return new Ack(t.lockToken, t.currentExecutionId, List.of(), List.of(), List.of(),
+                ExecutionMetadata.empty(), List.of(), false);
+    }
+
+    Ack complete(Turn t, OrchestratorResponse response) {
+        Instant now = clock.instant();
+        List<Event> delta = new ArrayList<>();
+        List<WorkItem> workerItems = new ArrayList<>();
+        List<WorkItem> orchestratorItems = new ArrayList<>();
+        List<ScheduledActivityIdentifier> cancelled = new ArrayList<>();
+        long[] nextId = {t.nextEventId};
+        for (HistoryEvent e : t.fresh) {
+            delta.add(DtEvents.toEvent(nextId[0]++, e));
+        }
+        ExecutionStartedEvent started = t.started.getExecutionStarted();
+        String dtExecutionId = started.getOrchestrationInstance().getExecutionId().getValue();
+        OrchestrationInstance self = OrchestrationInstance.newBuilder().setInstanceId(t.instance)
+                .setExecutionId(DtEvents.string(dtExecutionId)).build();
+        DtState finalState = null;
+
+        for (OrchestratorAction a : response.getActionsList()) {
+            int id = a.getId();
+            switch (a.getOrchestratorActionTypeCase()) {
+                case SCHEDULETASK -> {
+                    ScheduleTaskAction st = a.getScheduleTask();
+                    TaskScheduledEvent.Builder ev = TaskScheduledEvent.newBuilder().setName(st.getName());
+                    ActivityRequest.Builder req = ActivityRequest.newBuilder().setName(st.getName())
+                            .setOrchestrationInstance(self).setTaskId(id);
+                    if (st.hasVersion()) {
+                        ev.setVersion(st.getVersion());
+                        req.setVersion(st.getVersion());
+                    }
+                    if (st.hasInput()) {
+                        ev.setInput(st.getInput());
+                        req.setInput(st.getInput());
+                    }
+                    delta.add(DtEvents.toEvent(nextId[0]++, DtEvents.event(id, now).setTaskScheduled(ev).build()));
+                    workerItems.add(new WorkItem.ActivityExecute(t.instance, t.executionId, id, st.getName(),
+                            DtPayload.wrap(req.build())));
+                    t.openActivities.add(id);
+                }
+                case CREATETIMER -> {
+                    CreateTimerAction ct = a.getCreateTimer();
+                    delta.add(DtEvents.toEvent(nextId[0]++, DtEvents.event(id, now)
+                            .setTimerCreated(TimerCreatedEvent.newBuilder().setFireAt(ct.getFireAt())).build()));
+                    orchestratorItems.add(new WorkItem.TimerFired(t.instance, t.executionId, id,
+                            Math.max(1, DtEvents.ceilMillis(ct.getFireAt()))));
+                }
+                case CREATESUBORCHESTRATION -> {
+                    CreateSubOrchestrationAction cs = a.getCreateSubOrchestration();
+                    SubOrchestrationInstanceCreatedEvent.Builder ev = SubOrchestrationInstanceCreatedEvent
+                            .newBuilder().setInstanceId(cs.getInstanceId()).setName(cs.getName());
+                    ExecutionStartedEvent.Builder child = ExecutionStartedEvent.newBuilder().setName(cs.getName())
+                            .setOrchestrationInstance(OrchestrationInstance.newBuilder()
+                                    .setInstanceId(cs.getInstanceId())
+                                    .setExecutionId(DtEvents.string(newExecutionId())))
+                            .setParentInstance(parentInfo(id, started, self));
+                    if (cs.hasVersion()) {
+                        ev.setVersion(cs.getVersion());
+                        child.setVersion(cs.getVersion());
+                    }
+                    if (cs.hasInput()) {
+                        ev.setInput(cs.getInput());
+                        child.setInput(cs.getInput());
+                    }
+                    delta.add(DtEvents.toEvent(nextId[0]++, DtEvents.event(id, now)
+                            .setSubOrchestrationInstanceCreated(ev).build()));
+                    orchestratorItems.add(DtMessages.start(cs.getInstanceId(),
+                            DtEvents.event(DtEvents.NO_ID, now).setExecutionStarted(child).build(), t.executionId));
+                    t.openChildren.put(id, cs.getInstanceId());
+                }
+                case SENDEVENT -> {
+                    if (!t.sentEventIds.add(id)) {
+                        continue; // carried out in an earlier turn; the worker reports it again
+                    }
+                    SendEventAction se = a.getSendEvent();
+                    String target = se.getInstance().getInstanceId();
+                    EventSentEvent.Builder sent = EventSentEvent.newBuilder().setInstanceId(target)
+                            .setName(se.getName());
+                    EventRaisedEvent.Builder raised = EventRaisedEvent.newBuilder().setName(se.getName());
+                    if (se.hasData()) {
+                        sent.setInput(se.getData());
+                        raised.setInput(se.getData());
+                    }
+                    delta.add(DtEvents.toEvent(nextId[0]++, DtEvents.event(id, now).setEventSent(sent).build()));
+                    orchestratorItems.add(DtMessages.toInstance(target, 0,
+                            DtEvents.event(DtEvents.NO_ID, now).setEventRaised(raised).build()));
+                }
+                case COMPLETEORCHESTRATION -> {
+                    if (finalState != null) {
+                        continue; // one completion per execution
+                    }
+                    finalState = completeExecution(t, a.getCompleteOrchestration(), id, now, started, self, delta,
+                            orchestratorItems, nextId);
+                    for (int open : t.openActivities) {
+                        cancelled.add(new ScheduledActivityIdentifier(t.instance, t.executionId, open));
+                    }
+                }
+                default -> LOG.warn("instance {}: ignoring an action of unknown kind {}", t.instance,
+                        a.getOrchestratorActionTypeCase());
+            }
+        }
+
+        String custom = response.hasCustomStatus() && !response.getCustomStatus().getValue().isEmpty()
+                ? response.getCustomStatus().getValue() : null;
+        if (!Objects.equals(custom, t.lastCustomStatus) || (t.firstTurn && t.executionId > 1)) {
+            delta.add(Events.customStatusUpdated(nextId[0]++, custom));
+        }
+
+        ExecutionMetadata md = ExecutionMetadata.empty();
+        if (t.firstTurn) {
+            String parent = started.hasParentInstance()
+                    ? started.getParentInstance().getOrchestrationInstance().getInstanceId() : null;
+            md = ExecutionMetadata.of(started.getName(), started.hasVersion() ? started.getVersion().getValue() : "")
+                    .withParentInstanceId(parent);
+        }
+        DtState state = finalState;
+        if (state == null && (t.firstTurn || t.suspensionChanged)) {
+            state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()))
+                    .withStatus(t.suspended ? OrchestrationStatus.ORCHESTRATION_STATUS_SUSPENDED
+                            : OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING);
+        }
+        if (state != null) {
+            md = md.withStatus(DtState.providerStatus(state.status()), state.toJson());
+        }
+        return new Ack(t.lockToken, t.executionId, delta, workerItems, orchestratorItems, md, cancelled,
+                state != null);
+    }
+
+    private DtState completeExecution(Turn t, CompleteOrchestrationAction c, int id, Instant now,
+                                      ExecutionStartedEvent started, OrchestrationInstance self, List<Event> delta,
+                                      List<WorkItem> orchestratorItems, long[] nextId) {
+        OrchestrationStatus status = c.getOrchestrationStatus();
+        String result = DtEvents.text(c.hasResult(), c.getResult());
+        DtState state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()));
+        if (status == OrchestrationStatus.ORCHESTRATION_STATUS_CONTINUED_AS_NEW) {
+            ContinueAsNewEvent.Builder can = ContinueAsNewEvent.newBuilder();
+            if (c.hasResult()) {
+                can.setInput(c.getResult());
+            }
+            delta.add(DtEvents.toEvent(nextId[0]++, DtEvents.event(id, now).setContinueAsNew(can).build()));
+            ExecutionStartedEvent.Builder next = started.toBuilder().clearInput().clearScheduledStartTimestamp()
+                    .setOrchestrationInstance(OrchestrationInstance.newBuilder().setInstanceId(t.instance)
+                            .setExecutionId(DtEvents.string(newExecutionId())));
+            if (c.hasResult()) {
+                next.setInput(c.getResult());
+            }
+            if (c.hasNewVersion()) {
+                next.setVersion(c.getNewVersion());
+            }
+            orchestratorItems.add(DtMessages.continueAsNew(t.instance,
+                    DtEvents.event(DtEvents.NO_ID, now).setExecutionStarted(next).build(), t.parentExecutionId,
+                    c.getCarryoverEventsList()));
+            return state.finished(status, result, null);
+        }
+        ExecutionCompletedEvent.Builder done = ExecutionCompletedEvent.newBuilder().setOrchestrationStatus(status);
+        if (c.hasResult()) {
+            done.setResult(c.getResult());
+        }
+        TaskFailureDetails failure = c.hasFailureDetails() ? c.getFailureDetails() : null;
+        if (failure == null && status == OrchestrationStatus.ORCHESTRATION_STATUS_FAILED && c.hasDetails()) {
+            failure = TaskFailureDetails.newBuilder().setErrorType("OrchestrationFailed")
+                    .setErrorMessage(c.getDetails().getValue()).build();
+        }
+        if (failure != null) {
+            done.setFailureDetails(failure);
+        }
+        delta.add(DtEvents.toEvent(nextId[0]++, DtEvents.event(id, now).setExecutionCompleted(done).build()));
+
+        if (started.hasParentInstance()) {
+            ParentInstanceInfo p = started.getParentInstance();
+            String parent = p.getOrchestrationInstance().getInstanceId();
+            HistoryEvent toParent;
+            if (status == OrchestrationStatus.ORCHESTRATION_STATUS_COMPLETED) {
+                SubOrchestrationInstanceCompletedEvent.Builder ok = SubOrchestrationInstanceCompletedEvent
+                        .newBuilder().setTaskScheduledId(p.getTaskScheduledId());
+                if (c.hasResult()) {
+                    ok.setResult(c.getResult());
+                }
+                toParent = DtEvents.event(DtEvents.NO_ID, now).setSubOrchestrationInstanceCompleted(ok).build();
+            } else {
+                TaskFailureDetails why = failure != null ? failure : TaskFailureDetails.newBuilder()
+                        .setErrorType("Orchestration" + capitalized(DtState.shortName(status)))
+                        .setErrorMessage("sub-orchestration " + t.instance + " ended with status "
+                                + DtState.shortName(status) + (result != null ? ": " + result : ""))
+                        .build();
+                toParent = DtEvents.event(DtEvents.NO_ID, now).setSubOrchestrationInstanceFailed(
+                        SubOrchestrationInstanceFailedEvent.newBuilder()
+                                .setTaskScheduledId(p.getTaskScheduledId()).setFailureDetails(why)).build();
+            }
+            orchestratorItems.add(DtMessages.toInstance(parent, t.parentExecutionId, toParent));
+        }
+        if (status == OrchestrationStatus.ORCHESTRATION_STATUS_TERMINATED && t.terminateRecursive) {
+            for (String child : t.openChildren.values()) {
+                ExecutionTerminatedEvent.Builder term = ExecutionTerminatedEvent.newBuilder();
+                if (c.hasResult()) {
+                    term.setInput(c.getResult());
+                }
+                orchestratorItems.add(DtMessages.terminate(child,
+                        DtEvents.event(DtEvents.NO_ID, now).setExecutionTerminated(term).build(), true));
+            }
+        }
+        return state.finished(status, result, failure);
+    }
+
+    private static ParentInstanceInfo parentInfo(int taskId, ExecutionStartedEvent started,
+                                                 OrchestrationInstance self) {
+        ParentInstanceInfo.Builder p = ParentInstanceInfo.newBuilder().setTaskScheduledId(taskId)
+                .setName(DtEvents.string(started.getName())).setOrchestrationInstance(self);
+        if (started.hasVersion()) {
+            p.setVersion(started.getVersion());
+        }
+        return p.build();
+    }
+
+    private static String capitalized(String upper) {
+        return upper.charAt(0) + upper.substring(1).toLowerCase(java.util.Locale.ROOT);
+    }
+
+    static String newExecutionId() {
+        return UUID.randomUUID().toString().replace("-", "");
+    }
+}

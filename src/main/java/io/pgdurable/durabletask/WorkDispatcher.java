@@ -1,0 +1,478 @@
+package io.pgdurable.durabletask;
+
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ActivityRequest;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ActivityResponse;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorResponse;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskCompletedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskFailedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.WorkItem;
+import io.grpc.Status;
+import io.grpc.StatusException;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.ProviderException;
+import io.pgdurable.spi.TagFilter;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Feeds the workers' {@code GetWorkItems} streams from the provider and commits what they send back.
+ *
+ * <p>Each open stream has two lanes (threads): one fetches orchestration turns, one activities, each with a
+ * long-polled fetch and at most one item of its kind on the stream at a time — the 1.5.0 worker runs one item at a
+ * time, so anything more would only age leases in its inbox. Nothing is fetched while no stream is open.
+ *
+ * <p>Items on a stream are tracked by the keys the worker answers with (it sends no token): the instance id for a
+ * turn, (instance id, task id) for an activity. Their leases are renewed while the worker holds them. When a
+ * stream ends, everything it held is abandoned at once (lease expiry is the backstop for a worker that vanishes
+ * without its connection closing).
+ */
+final class WorkDispatcher implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(WorkDispatcher.class);
+    private static final Duration RETRY_PAUSE = Duration.ofSeconds(1);
+
+    private final OrchestrationProvider provider;
+    private final TurnApplier applier;
+    private final InstanceWatch watch;
+    private final SidecarConfig config;
+    private final Set<WorkStream> streams = ConcurrentHashMap.newKeySet();
+    private final Map<String, HeldTurn> turns = new ConcurrentHashMap<>();
+    private final Map<ActivityKey, HeldActivity> activities = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService renewer;
+    private final AtomicLong streamIds = new AtomicLong();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final FailureLog fetchFailures = new FailureLog(LOG, "fetching work for the Durable Task workers");
+
+    WorkDispatcher(OrchestrationProvider provider, InstanceWatch watch, SidecarConfig config, Clock clock) {
+        this.provider = provider;
+        this.applier = new TurnApplier(clock);
+        this.watch = watch;
+        this.config = config;
+        this.renewer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "pgdurable-dt-renew");
+            t.setDaemon(true);
+            return t;
+        });
+        long every = Math.max(1, config.lockTimeout().toMillis() / 3);
+        renewer.scheduleWithFixedDelay(this::renewAll, every, every, TimeUnit.MILLISECONDS);
+    }
+
+    record ActivityKey(String instance, int taskId) {}
+
+    private record HeldTurn(TurnApplier.Turn turn, WorkStream stream) {}
+
+    private record HeldActivity(String lockToken, long executionId, WorkStream stream) {}
+
+    /** Starts serving a worker's stream; returns at once. */
+    void open(ServerCallStreamObserver<WorkItem> observer) {
+        if (closed.get()) {
+            observer.onError(Status.UNAVAILABLE.withDescription("the sidecar is stopping").asException());
+            return;
+        }
+        WorkStream s = new WorkStream(streamIds.incrementAndGet(), observer);
+        observer.setOnCancelHandler(() -> drop(s, "the worker disconnected"));
+        streams.add(s);
+        s.start();
+        LOG.info("worker stream {} opened ({} open)", s.id, streams.size());
+    }
+
+    int openStreams() {
+        return streams.size();
+    }
+
+    int heldItems() {
+        return turns.size() + activities.size();
+    }
+
+    // ------------------------------------------------------------------ completions from the worker
+
+    void completeOrchestration(OrchestratorResponse response) throws StatusException {
+        HeldTurn held = turns.remove(response.getInstanceId());
+        if (held == null) {
+            // Its stream ended and the turn was abandoned (it runs again); an error would only make the 1.5.0
+            // worker drop its stream and pause for 5 s.
+            LOG.info("ignoring a late orchestrator result for {}: the turn is no longer held here",
+                    response.getInstanceId());
+            return;
+        }
+        // The slot is freed only after the commit: a fetch started earlier would find the instance still locked
+        // and park until the fallback probe, instead of seeing the messages this turn sends to itself.
+        try {
+            TurnApplier.Ack ack;
+            try {
+                ack = applier.complete(held.turn, response);
+            } catch (RuntimeException e) {
+                abandonQuietly(held.turn.lockToken, Duration.ofSeconds(1));
+                LOG.error("instance {}: could not apply the worker's actions", held.turn.instance, e);
+                throw Status.INTERNAL.withDescription("could not apply the actions: " + e.getMessage())
+                        .asException();
+            }
+            commit(ack, held.turn.instance);
+        } finally {
+            held.stream.orchestrationSlot.release();
+        }
+    }
+
+    private void commit(TurnApplier.Ack ack, String instance) throws StatusException {
+        try {
+            provider.ackOrchestrationItem(ack.lockToken(), ack.executionId(), ack.historyDelta(), ack.workerItems(),
+                    ack.orchestratorItems(), ack.metadata(), ack.cancelledActivities());
+        } catch (ProviderException e) {
+            if (e.retryable()) {
+                abandonQuietly(ack.lockToken(), null);
+                throw Status.UNAVAILABLE.withDescription("could not commit the turn of " + instance + ": "
+                        + e.getMessage()).withCause(e).asException();
+            }
+            // Most often the lease was lost (expired, or the instance was purged): the turn runs again elsewhere.
+            LOG.warn("instance {}: the turn was not committed: {}", instance, e.getMessage());
+            abandonQuietly(ack.lockToken(), Duration.ofSeconds(1));
+            return;
+        }
+        if (ack.statusChanged()) {
+            watch.signal(instance);
+        }
+    }
+
+    void completeActivity(ActivityResponse response) throws StatusException {
+        ActivityKey key = new ActivityKey(response.getInstanceId(), response.getTaskId());
+        HeldActivity held = activities.remove(key);
+        if (held == null) {
+            LOG.info("ignoring a late result of activity #{} of {}: it is no longer held here",
+                    response.getTaskId(), response.getInstanceId());
+            return;
+        }
+        try {
+            ackActivity(held, response);
+        } finally {
+            held.stream.activitySlot.release();
+        }
+    }
+
+    private void ackActivity(HeldActivity held, ActivityResponse response) throws StatusException {
+        HistoryEvent.Builder e = DtEvents.event(DtEvents.NO_ID, java.time.Instant.now());
+        if (response.hasFailureDetails()) {
+            e.setTaskFailed(TaskFailedEvent.newBuilder().setTaskScheduledId(response.getTaskId())
+                    .setFailureDetails(response.getFailureDetails()));
+        } else {
+            TaskCompletedEvent.Builder ok = TaskCompletedEvent.newBuilder().setTaskScheduledId(response.getTaskId());
+            if (response.hasResult()) {
+                ok.setResult(response.getResult());
+            }
+            e.setTaskCompleted(ok);
+        }
+        try {
+            provider.ackWorkItem(held.lockToken, DtMessages.toInstance(response.getInstanceId(), held.executionId,
+                    e.build()));
+        } catch (ProviderException ex) {
+            if (ex.retryable()) {
+                abandonActivityQuietly(held.lockToken);
+                throw Status.UNAVAILABLE.withDescription("could not record the activity result: "
+                        + ex.getMessage()).withCause(ex).asException();
+            }
+            // The lease was lost (expired and taken by another worker, or the orchestration was purged or
+            // finished and cancelled it): that other attempt's result is the one that counts.
+            LOG.warn("activity #{} of {}: result discarded: {}", response.getTaskId(), response.getInstanceId(),
+                    ex.getMessage());
+        }
+    }
+
+    // ------------------------------------------------------------------ streams and their lanes
+
+    private final class WorkStream {
+        final long id;
+        final ServerCallStreamObserver<WorkItem> observer;
+        final Semaphore orchestrationSlot = new Semaphore(1);
+        final Semaphore activitySlot = new Semaphore(1);
+        final AtomicBoolean open = new AtomicBoolean(true);
+        final List<Thread> lanes = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        WorkStream(long id, ServerCallStreamObserver<WorkItem> observer) {
+            this.id = id;
+            this.observer = observer;
+        }
+
+        void start() {
+            lanes.add(lane("orchestrations", this::fetchTurn));
+            lanes.add(lane("activities", this::fetchActivity));
+        }
+
+        private Thread lane(String kind, java.util.function.BooleanSupplier fetchOne) {
+            Semaphore slot = kind.equals("orchestrations") ? orchestrationSlot : activitySlot;
+            Thread t = new Thread(() -> runLane(slot, fetchOne), "pgdurable-dt-" + kind + "-" + id);
+            t.setDaemon(true);
+            t.start();
+            return t;
+        }
+
+        private void runLane(Semaphore slot, java.util.function.BooleanSupplier fetchOne) {
+            try {
+                while (open.get() && !closed.get()) {
+                    slot.acquire();
+                    boolean handedOver = false;
+                    try {
+                        if (!open.get()) {
+                            return;
+                        }
+                        handedOver = fetchOne.getAsBoolean();
+                        fetchFailures.recovered();
+                    } catch (ProviderException e) {
+                        fetchFailures.failed(e);
+                        pause(RETRY_PAUSE);
+                    } finally {
+                        if (!handedOver) {
+                            slot.release();
+                        }
+                    }
+                }
+            } catch (InterruptedException e) {
+                // the stream ended
+            } catch (RuntimeException e) {
+                LOG.error("worker stream {}: a dispatch lane failed; closing the stream", id, e);
+                drop(this, "a dispatch lane failed");
+            }
+        }
+
+        /** One fetch; true when a turn was handed to the worker (its slot stays taken until the result). */
+        private boolean fetchTurn() {
+            Optional<FetchedOrchestration> f = provider.fetchOrchestrationItem(config.lockTimeout(),
+                    config.pollTimeout(), null);
+            if (f.isEmpty()) {
+                idle();
+                return false;
+            }
+            FetchedOrchestration fetched = f.get();
+            if (fetched.item().historyError().isPresent()) {
+                LOG.warn("instance {}: history cannot be read ({}); retrying later", fetched.item().instance(),
+                        fetched.item().historyError().get());
+                abandonQuietly(fetched.lockToken(), Duration.ofSeconds(5));
+                return false;
+            }
+            TurnApplier.Turn turn;
+            try {
+                turn = applier.prepare(fetched);
+            } catch (RuntimeException e) {
+                LOG.warn("instance {}: cannot prepare the turn ({}); retrying later", fetched.item().instance(),
+                        e.toString());
+                abandonQuietly(fetched.lockToken(), Duration.ofSeconds(5));
+                return false;
+            }
+            if (!turn.needsWorker()) {
+                TurnApplier.Ack ack = applier.consumeOnly(turn);
+                try {
+                    commit(ack, turn.instance);
+                } catch (StatusException e) {
+                    LOG.debug("instance {}: consuming messages failed: {}", turn.instance, e.getMessage());
+                }
+                return false;
+            }
+            HeldTurn previous = turns.put(turn.instance, new HeldTurn(turn, this));
+            if (previous != null) {
+                // Only possible when the earlier lease expired while its worker still held it: that worker's
+                // answer can no longer be committed, so the new turn replaces it.
+                previous.stream.orchestrationSlot.release();
+                LOG.warn("instance {}: an earlier turn held by worker stream {} had lost its lease", turn.instance,
+                        previous.stream.id);
+            }
+            if (!send(WorkItem.newBuilder().setOrchestratorRequest(turn.request).build())) {
+                if (turns.remove(turn.instance, new HeldTurn(turn, this))) {
+                    abandonQuietly(turn.lockToken, null);
+                }
+                return false;
+            }
+            return true;
+        }
+
+        private boolean fetchActivity() {
+            Optional<FetchedWorkItem> f = provider.fetchWorkItem(config.lockTimeout(), config.pollTimeout(), null,
+                    TagFilter.defaultOnly());
+            if (f.isEmpty()) {
+                idle();
+                return false;
+            }
+            FetchedWorkItem fetched = f.get();
+            if (!(fetched.item() instanceof io.pgdurable.spi.WorkItem.ActivityExecute a)) {
+                // Unreachable with this provider (only activities go to the worker queue); never drop it.
+                abandonActivityQuietly(fetched.lockToken(), Duration.ofSeconds(30));
+                return false;
+            }
+            ActivityRequest request;
+            try {
+                request = DtPayload.unwrap(a.input(), ActivityRequest.parser());
+            } catch (IllegalArgumentException e) {
+                // Not written by this sidecar (another runtime shares the schema?): leave it for its owner.
+                LOG.warn("activity {} of {} is not a Durable Task activity ({}); releasing it", a.name(),
+                        a.instance(), e.getMessage());
+                abandonActivityQuietly(fetched.lockToken(), Duration.ofSeconds(30));
+                return false;
+            }
+            ActivityKey key = new ActivityKey(a.instance(), (int) a.id());
+            HeldActivity held = new HeldActivity(fetched.lockToken(), a.executionId(), this);
+            if (activities.putIfAbsent(key, held) != null) {
+                // The same task id of an earlier execution is still running: the worker's answer could not be told
+                // apart, so this one waits.
+                abandonActivityQuietly(fetched.lockToken(), Duration.ofSeconds(1));
+                return false;
+            }
+            if (!send(WorkItem.newBuilder().setActivityRequest(request).build())) {
+                if (activities.remove(key, held)) {
+                    abandonActivityQuietly(fetched.lockToken());
+                }
+                return false;
+            }
+            return true;
+        }
+
+        private void idle() {
+            if (!config.longPolling()) {
+                pause(config.shortPollInterval());
+            }
+        }
+
+        /** Hands an item to the worker; false when the stream is gone. */
+        private boolean send(WorkItem item) {
+            synchronized (this) { // StreamObserver is not thread-safe; onNext only buffers, it does not block
+                if (!open.get()) {
+                    return false;
+                }
+                try {
+                    observer.onNext(item);
+                    return true;
+                } catch (RuntimeException e) {
+                    LOG.info("worker stream {}: sending failed ({}); closing it", id, e.toString());
+                }
+            }
+            drop(this, "sending failed");
+            return false;
+        }
+
+        /** Ends the stream for the worker (sidecar stopping). */
+        void complete() {
+            synchronized (this) {
+                try {
+                    observer.onCompleted();
+                } catch (RuntimeException alreadyGone) {
+                    // cancelled meanwhile
+                }
+            }
+        }
+    }
+
+    private void pause(Duration d) {
+        try {
+            Thread.sleep(d.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Stops a stream's lanes and abandons everything it holds, so other workers get it at once. */
+    private void drop(WorkStream s, String why) {
+        if (!s.open.compareAndSet(true, false)) {
+            return;
+        }
+        streams.remove(s);
+        s.lanes.forEach(Thread::interrupt);
+        int abandoned = 0;
+        for (Map.Entry<String, HeldTurn> e : turns.entrySet()) {
+            if (e.getValue().stream == s && turns.remove(e.getKey(), e.getValue())) {
+                abandonQuietly(e.getValue().turn.lockToken, null);
+                abandoned++;
+            }
+        }
+        for (Map.Entry<ActivityKey, HeldActivity> e : activities.entrySet()) {
+            if (e.getValue().stream == s && activities.remove(e.getKey(), e.getValue())) {
+                abandonActivityQuietly(e.getValue().lockToken);
+                abandoned++;
+            }
+        }
+        LOG.info("worker stream {} closed ({}); {} item(s) it held abandoned; {} stream(s) open", s.id, why,
+                abandoned, streams.size());
+    }
+
+    private void abandonQuietly(String lockToken, Duration delay) {
+        try {
+            provider.abandonOrchestrationItem(lockToken, delay, false);
+        } catch (ProviderException e) {
+            LOG.debug("abandoning a turn failed (its lease ends on its own): {}", e.getMessage());
+        }
+    }
+
+    private void abandonActivityQuietly(String lockToken) {
+        abandonActivityQuietly(lockToken, null);
+    }
+
+    private void abandonActivityQuietly(String lockToken, Duration delay) {
+        try {
+            provider.abandonWorkItem(lockToken, delay, false);
+        } catch (ProviderException e) {
+            LOG.debug("abandoning an activity failed (its lease ends on its own): {}", e.getMessage());
+        }
+    }
+
+    private void renewAll() {
+        for (HeldTurn h : turns.values()) {
+            try {
+                provider.renewOrchestrationItemLock(h.turn.lockToken, config.lockTimeout());
+            } catch (ProviderException e) {
+                LOG.debug("renewing the turn of {} failed: {}", h.turn.instance, e.getMessage());
+            }
+        }
+        for (Map.Entry<ActivityKey, HeldActivity> e : activities.entrySet()) {
+            try {
+                provider.renewWorkItemLock(e.getValue().lockToken, config.lockTimeout());
+            } catch (ProviderException ex) {
+                LOG.debug("renewing activity #{} of {} failed: {}", e.getKey().taskId(), e.getKey().instance(),
+                        ex.getMessage());
+            }
+        }
+    }
+
+    /**
+     * Stops handing out work, gives the workers up to {@code grace} to return what they hold, then ends their
+     * streams and abandons the rest. Returns within about {@code grace} plus a second.
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        List<WorkStream> open = List.copyOf(streams);
+        open.forEach(s -> s.lanes.forEach(Thread::interrupt));
+        long deadline = System.nanoTime() + config.shutdownGrace().toNanos();
+        while (heldItems() > 0 && System.nanoTime() < deadline && !Thread.currentThread().isInterrupted()) {
+            pause(Duration.ofMillis(20));
+        }
+        for (WorkStream s : open) {
+            s.complete();
+            drop(s, "the sidecar is stopping");
+        }
+        renewer.shutdownNow();
+        for (WorkStream s : open) {
+            for (Thread t : s.lanes) {
+                try {
+                    t.join(1_000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+}

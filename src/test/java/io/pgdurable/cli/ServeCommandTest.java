@@ -1,0 +1,107 @@
+package io.pgdurable.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.microsoft.durabletask.DurableTaskClient;
+import com.microsoft.durabletask.DurableTaskGrpcClientBuilder;
+import com.microsoft.durabletask.DurableTaskGrpcWorker;
+import com.microsoft.durabletask.DurableTaskGrpcWorkerBuilder;
+import com.microsoft.durabletask.OrchestrationMetadata;
+import com.microsoft.durabletask.OrchestrationRuntimeStatus;
+import com.microsoft.durabletask.TaskActivity;
+import com.microsoft.durabletask.TaskActivityFactory;
+import com.microsoft.durabletask.TaskOrchestration;
+import com.microsoft.durabletask.TaskOrchestrationFactory;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.pgdurable.postgres.TestDatabase;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/** {@code pgdurable serve} runs a sidecar a real Durable Task worker and client use, and stops cleanly. */
+class ServeCommandTest {
+
+    @Test
+    void serveRunsAnOrchestrationAndStopsWhenInterrupted() throws Exception {
+        String schema = TestDatabase.newSchemaName("dt_serve");
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CompletableFuture<Integer> exit = new CompletableFuture<>();
+        Thread serve = new Thread(() -> exit.complete(PgDurableCli.run(new PrintWriter(out, true),
+                new PrintWriter(err, true), "serve", "--db", TestDatabase.url(), "--schema", schema, "--port", "0")),
+                "serve-under-test");
+        serve.start();
+        ManagedChannel workerChannel = null;
+        ManagedChannel clientChannel = null;
+        Thread workerThread = null;
+        try {
+            Pattern listening = Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            Matcher m = listening.matcher("");
+            while (!(m = listening.matcher(out.toString())).find() && !exit.isDone()
+                    && System.nanoTime() < deadline) {
+                Thread.sleep(25);
+            }
+            assertTrue(m.find(0), "serve did not report its port; out=" + out + " err=" + err);
+            int port = Integer.parseInt(m.group(1));
+
+            workerChannel = ManagedChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+            DurableTaskGrpcWorker worker = new DurableTaskGrpcWorkerBuilder().grpcChannel(workerChannel)
+                    .addOrchestration(new TaskOrchestrationFactory() {
+                        @Override
+                        public String getName() {
+                            return "Double";
+                        }
+
+                        @Override
+                        public TaskOrchestration create() {
+                            return ctx -> ctx.complete(ctx.callActivity("Twice", ctx.getInput(Integer.class),
+                                    Integer.class).await());
+                        }
+                    })
+                    .addActivity(new TaskActivityFactory() {
+                        @Override
+                        public String getName() {
+                            return "Twice";
+                        }
+
+                        @Override
+                        public TaskActivity create() {
+                            return ctx -> 2 * ctx.getInput(Integer.class);
+                        }
+                    })
+                    .build();
+            workerThread = new Thread(worker::startAndBlock, "serve-test-worker");
+            workerThread.setDaemon(true);
+            workerThread.start();
+            clientChannel = ManagedChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+            DurableTaskClient client = new DurableTaskGrpcClientBuilder().grpcChannel(clientChannel).build();
+            String id = client.scheduleNewOrchestrationInstance("Double", 21);
+            OrchestrationMetadata done = client.waitForInstanceCompletion(id, Duration.ofSeconds(30), true);
+            assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
+            assertEquals(42, done.readOutputAs(Integer.class));
+        } finally {
+            if (workerChannel != null) {
+                workerChannel.shutdownNow();
+            }
+            if (workerThread != null) {
+                workerThread.interrupt();
+            }
+            if (clientChannel != null) {
+                clientChannel.shutdownNow();
+            }
+            serve.interrupt();
+            Integer code = exit.get(30, TimeUnit.SECONDS);
+            assertEquals(0, code, "err=" + err);
+            assertTrue(out.toString().contains("Durable Task sidecar stopped"), out.toString());
+            TestDatabase.dropSchema(schema);
+        }
+    }
+}

@@ -1,0 +1,108 @@
+package io.pgdurable.durabletask;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.Timestamp;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventSentEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionStartedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationInstance;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorAction;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorResponse;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SendEventAction;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskCompletedEvent;
+import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TimerCreatedEvent;
+import io.pgdurable.spi.Event;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.OrchestrationItem;
+import io.pgdurable.spi.WorkItem;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/** The turn decisions that need no database: timer times, stale messages, sends carried out once, time rounding. */
+class TurnApplierTest {
+    private static final Instant NOW = Instant.parse("2030-01-01T00:00:00Z");
+    private final TurnApplier applier = new TurnApplier(Clock.fixed(NOW, ZoneOffset.UTC));
+
+    private static HistoryEvent started() {
+        return DtEvents.event(DtEvents.NO_ID, NOW).setExecutionStarted(ExecutionStartedEvent.newBuilder()
+                .setName("O").setOrchestrationInstance(OrchestrationInstance.newBuilder().setInstanceId("i")))
+                .build();
+    }
+
+    private static FetchedOrchestration fetched(long executionId, List<HistoryEvent> history,
+                                                List<WorkItem> messages) {
+        List<Event> events = new ArrayList<>();
+        for (HistoryEvent h : history) {
+            events.add(DtEvents.toEvent(events.size() + 1, h));
+        }
+        return new FetchedOrchestration(new OrchestrationItem("i", "O", executionId, "", events, messages,
+                Optional.empty(), Map.of()), "token", 1);
+    }
+
+    @Test
+    void aFiredTimerIsNeverShownBeforeItsDueTimeEvenWhenTheClockLags() {
+        Instant due = NOW.plusNanos(1_500_000); // 1.5 ms after the (lagging) clock
+        HistoryEvent created = DtEvents.event(0, NOW).setTimerCreated(TimerCreatedEvent.newBuilder()
+                .setFireAt(DtEvents.timestamp(due))).build();
+        WorkItem fired = new WorkItem.TimerFired("i", 1, 0, DtEvents.ceilMillis(DtEvents.timestamp(due)));
+        TurnApplier.Turn t = applier.prepare(fetched(1, List.of(started(), created), List.of(fired)));
+        assertTrue(t.needsWorker());
+        HistoryEvent orchestratorStarted = t.request.getNewEvents(0);
+        assertTrue(orchestratorStarted.hasOrchestratorStarted());
+        assertTrue(DtEvents.instant(orchestratorStarted.getTimestamp()).isAfter(due));
+        assertEquals(2, t.request.getPastEventsCount());
+    }
+
+    @Test
+    void fireTimesRoundUpToTheMillisecond() {
+        assertEquals(1_001, DtEvents.ceilMillis(Timestamp.newBuilder().setSeconds(1).setNanos(1).build()));
+        assertEquals(1_001, DtEvents.ceilMillis(Timestamp.newBuilder().setSeconds(1).setNanos(1_000_000).build()));
+        assertEquals(1_000, DtEvents.ceilMillis(Timestamp.newBuilder().setSeconds(1).build()));
+    }
+
+    @Test
+    void aResultForAnEarlierExecutionIsDropped() {
+        HistoryEvent done = DtEvents.event(DtEvents.NO_ID, NOW).setTaskCompleted(TaskCompletedEvent.newBuilder()
+                .setTaskScheduledId(0)).build();
+        TurnApplier.Turn t = applier.prepare(fetched(2, List.of(started()),
+                List.of(DtMessages.toInstance("i", 1, done))));
+        assertFalse(t.needsWorker(), "nothing left for the worker");
+        assertTrue(applier.consumeOnly(t).historyDelta().isEmpty());
+    }
+
+    @Test
+    void aSendActionIsCarriedOutOnceAcrossTurns() {
+        HistoryEvent sent = DtEvents.event(3, NOW).setEventSent(EventSentEvent.newBuilder().setInstanceId("other")
+                .setName("go")).build();
+        HistoryEvent raised = DtEvents.event(DtEvents.NO_ID, NOW).setEventRaised(
+                com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventRaisedEvent.newBuilder()
+                        .setName("x")).build();
+        TurnApplier.Turn t = applier.prepare(fetched(1, List.of(started(), sent),
+                List.of(DtMessages.toInstance("i", 0, raised))));
+        assertTrue(t.request.getPastEventsList().stream().noneMatch(HistoryEvent::hasEventSent),
+                "the 1.5.0 worker cannot replay EventSent");
+        OrchestratorAction again = OrchestratorAction.newBuilder().setId(3).setSendEvent(SendEventAction
+                .newBuilder().setInstance(OrchestrationInstance.newBuilder().setInstanceId("other"))
+                .setName("go")).build();
+        TurnApplier.Ack ack = applier.complete(t, OrchestratorResponse.newBuilder().setInstanceId("i")
+                .addActions(again).build());
+        assertTrue(ack.orchestratorItems().isEmpty());
+    }
+
+    @Test
+    void theStatusChannelFitsAnIdentifierAndCannotCollideWithProviderChannels() {
+        String longSchema = "s".repeat(63);
+        String channel = InstanceWatch.channelFor(longSchema);
+        assertTrue(channel.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= 63);
+        assertTrue(InstanceWatch.channelFor("hub").contains("."), "schema names have no dots");
+    }
+}
