@@ -6,8 +6,8 @@ import java.util.Map;
 
 /**
  * The report's charts, one SVG each: idle statements over time and against waiter counts, latency distributions
- * (cumulative curves) of wake, timer, lease, fan-out and throughput cycles, and bars for throughputs and ratios.
- * Only charts whose scenario ran are drawn.
+ * (cumulative curves) of wake, timer, lease, fan-out, throughput cycles and sidecar orchestrations, and bars for
+ * throughputs and ratios. Only charts whose scenario ran are drawn.
  */
 final class Charts {
     /** Latencies at or below this (including negative ones) are drawn at it on the log axes. */
@@ -65,6 +65,16 @@ final class Charts {
         ScenarioResult no = r.scenario("notify-overhead");
         if (no != null) {
             out.add(notifyBars(no));
+        }
+        ScenarioResult sc = r.scenario("sidecar");
+        if (sc != null) {
+            // No target line: the issue sets no number for the sidecar.
+            out.add(bars("sidecar.svg", "Orchestrations per second through the Durable Task sidecar",
+                    "orchestrations/s", false, sc, List.of("orchestrationsPerSecond"),
+                    List.of("fan-out of " + SidecarScenario.FANOUT + ", " + SidecarScenario.IN_FLIGHT + " in flight"),
+                    null, null));
+            out.add(cdf("sidecar-latency.svg", "Sidecar orchestration latency: schedule → completion seen by the "
+                    + "client", sc, List.of("orchestration"), List.of(), null));
         }
         return out;
     }

@@ -23,7 +23,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
         description = {"Benchmark short polling against long polling on one database: idle statements, wake "
-                + "latency, timers, lease recovery, wakes per item, throughput, fan-out, notification cost.",
+                + "latency, timers, lease recovery, wakes per item, throughput, fan-out, notification cost, "
+                + "orchestrations through the Durable Task sidecar.",
                 "Without --db it starts an embedded, throw-away PostgreSQL with pg_stat_statements. The default run "
                         + "takes about eight minutes; --quick a few seconds per scenario (checks the harness, not the "
                         + "speed)."})
@@ -50,7 +51,7 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--scenarios", split = ",", paramLabel = "NAME",
             description = "Only these scenarios (comma-separated): idle, wake, timer, lease, wakes-per-item, "
-                    + "throughput, fanout, notify-overhead. Default: all.")
+                    + "throughput, fanout, notify-overhead, sidecar. Default: all.")
     List<String> scenarios;
 
     @Option(names = {"-v", "--verbose"}, description = "Show the libraries' log output on stderr.")

@@ -68,7 +68,16 @@ public final class PgDurableCli implements Callable<Integer> {
         setDefault("org.slf4j.simpleLogger.defaultLogLevel", verbose ? "info" : "warn");
         setDefault("org.slf4j.simpleLogger.log.com.zaxxer.hikari", verbose ? "info" : "off");
         setDefault("org.slf4j.simpleLogger.log.org.flywaydb", verbose ? "info" : "error");
+        // The Durable Task worker (bench sidecar scenario) logs each connect and disconnect through
+        // java.util.logging; held in a field so the level sticks, and left alone when the application set it.
+        java.util.logging.Logger dt = java.util.logging.Logger.getLogger("com.microsoft.durabletask");
+        if (!verbose && dt.getLevel() == null) {
+            dt.setLevel(java.util.logging.Level.WARNING);
+        }
+        durableTaskLog = dt;
     }
+
+    private static java.util.logging.Logger durableTaskLog;
 
     private static void setDefault(String property, String value) {
         if (System.getProperty(property) == null) {

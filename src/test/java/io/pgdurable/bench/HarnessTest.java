@@ -7,8 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pgdurable.cli.PgDurableCli;
 import io.pgdurable.internal.Json;
+import io.pgdurable.spi.OrchestrationProvider;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.lang.reflect.Proxy;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -116,5 +120,24 @@ class HarnessTest {
         assertEquals(2, code);
         assertTrue(err.toString().contains("unknown scenario 'nope'"), err.toString());
         assertFalse(err.toString().contains("password"), err.toString());
+    }
+
+    @Test
+    void a_sidecar_that_cannot_listen_fails_the_scenario_at_once() throws Exception {
+        // Never used: the sidecar fails before any worker could ask it for work.
+        OrchestrationProvider unused = (OrchestrationProvider) Proxy.newProxyInstance(
+                OrchestrationProvider.class.getClassLoader(), new Class<?>[] {OrchestrationProvider.class},
+                (proxy, method, args) -> {
+                    throw new UnsupportedOperationException(method.getName());
+                });
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            long start = System.nanoTime();
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> SidecarRig.start(unused,
+                    SidecarScenario.config(Mode.LONG, "unused").withPort(taken.getLocalPort()),
+                    SidecarScenario.WORKERS, SidecarScenario.FANOUT));
+            assertTrue(e.getMessage().contains("could not start on 127.0.0.1:" + taken.getLocalPort()),
+                    e.getMessage());
+            assertTrue(System.nanoTime() - start < 10_000_000_000L, "took too long to fail");
+        }
     }
 }
