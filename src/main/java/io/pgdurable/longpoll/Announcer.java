@@ -1,5 +1,6 @@
 package io.pgdurable.longpoll;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -40,10 +41,18 @@ public final class Announcer implements AutoCloseable {
     static final int MAX_PENDING = 4096;
     /** Payloads per notifying transaction. */
     static final int MAX_PER_SEND = 512;
+    /**
+     * How long hints about the future (lease ends, delayed items) may wait for company before they are sent: they
+     * matter to other processes only when their time comes, and under load most of them would otherwise each take
+     * a notifying transaction of their own. Hints due sooner than twice this go out at once, and take the waiting
+     * ones with them.
+     */
+    public static final long LINGER_MS = 100;
     private static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(60);
     private static final long MAX_BACKOFF_MS = 1000;
 
     private final String origin = UUID.randomUUID().toString().substring(0, 8);
+    private final Clock clock;
     private final LongPoller local;
     private final Sender sender;
     private final BooleanSupplier activated;
@@ -60,6 +69,10 @@ public final class Announcer implements AutoCloseable {
      */
     private final Map<Hint, Hint> pending = new LinkedHashMap<>();
     private boolean overflowed;
+    /** A pending hint is due within {@code 2 * LINGER_MS}: send without lingering. */
+    private boolean urgent;
+    /** When the oldest pending hint was queued (System.nanoTime), meaningful while {@link #pending} is not empty. */
+    private long oldestPendingNanos;
     private boolean closed;
     private final Thread thread;
     private long lastWarnNanos = System.nanoTime() - WARN_INTERVAL_NANOS;
@@ -73,7 +86,8 @@ public final class Announcer implements AutoCloseable {
      *                  only starts on an activated schema)
      */
     public Announcer(LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck, String channel,
-                     LongPollSignals signals) {
+                     LongPollSignals signals, Clock clock) {
+        this.clock = clock;
         this.local = local;
         this.sender = sender;
         this.activated = activated;
@@ -125,7 +139,12 @@ public final class Announcer implements AutoCloseable {
             if (closed) {
                 return;
             }
+            if (pending.isEmpty()) {
+                oldestPendingNanos = System.nanoTime();
+            }
+            long soon = clock.millis() + 2 * LINGER_MS;
             for (Hint h : hints) {
+                urgent |= h.atMs() <= soon;
                 Hint key = new Hint(h.queue(), h.atMs(), h.count() == 0 ? 0 : 1, h.untagged(), h.tags(),
                         h.sessions(), 0);
                 Hint merged = pending.get(key);
@@ -159,8 +178,17 @@ public final class Announcer implements AutoCloseable {
             boolean recheck;
             lock.lock();
             try {
-                while (pending.isEmpty() && !overflowed && !closed && !recheckDue) {
-                    pendingOrClosed.await(1, TimeUnit.SECONDS);
+                while (!overflowed && !closed && !recheckDue) {
+                    if (pending.isEmpty()) {
+                        pendingOrClosed.await(1, TimeUnit.SECONDS);
+                        continue;
+                    }
+                    long lingered = System.nanoTime() - oldestPendingNanos;
+                    long linger = TimeUnit.MILLISECONDS.toNanos(LINGER_MS);
+                    if (urgent || lingered >= linger) {
+                        break;
+                    }
+                    pendingOrClosed.awaitNanos(linger - lingered);
                 }
                 last = closed;
                 recheck = recheckDue;
@@ -208,7 +236,7 @@ public final class Announcer implements AutoCloseable {
     private void takeBatch(List<String> batch) {
         if (overflowed) {
             // Hints were dropped: one open-ended hint per queue makes every process look, now.
-            long now = System.currentTimeMillis();
+            long now = clock.millis();
             batch.add(Hint.anything(QueueKind.ORCHESTRATOR, now, Hint.SCAN_CAP).payload(origin));
             batch.add(Hint.anything(QueueKind.WORKER, now, Hint.SCAN_CAP).payload(origin));
             overflowed = false;
@@ -218,6 +246,8 @@ public final class Announcer implements AutoCloseable {
             batch.add(it.next().payload(origin));
             it.remove();
         }
+        urgent = !pending.isEmpty(); // a backlog beyond one send goes out without lingering
+        oldestPendingNanos = System.nanoTime();
     }
 
     /** Waits on the condition (not a sleep) so close() cuts a backoff short. */

@@ -121,7 +121,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             String channel = NotifyChannel.forSchema(config.schema());
             announcing = new Announcer(poller, announcements -> sendAnnouncements(dataSource, channel, announcements),
                     config.longPolling() ? null : () -> activated(dataSource), SchemaMigrator.ACTIVATION_RECHECK,
-                    channel, config.longPollSignals());
+                    channel, config.longPollSignals(), clock);
         } catch (RuntimeException e) {
             if (announcing != null) {
                 announcing.close();

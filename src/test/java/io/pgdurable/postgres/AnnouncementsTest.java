@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pgdurable.longpoll.Announcer;
 import io.pgdurable.longpoll.Hint;
+import io.pgdurable.longpoll.LongPollSignals;
 import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.spi.Events;
 import io.pgdurable.spi.ExecutionMetadata;
@@ -20,6 +22,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -198,6 +201,57 @@ class AnnouncementsTest {
             // the first time also counts the instance itself, released with a message pending (its own timer)
             assertTrue(i == 8 ? f[2].equals("0") : Integer.parseInt(f[2]) >= 1, hints.toString());
         }
+    }
+
+    @Test
+    void hints_about_the_future_linger_to_share_a_transaction_and_urgent_ones_do_not() throws SQLException {
+        migrator.activate();
+        AtomicInteger sends = new AtomicInteger();
+        PostgresProvider p = PostgresProvider.create(config.toBuilder().longPollSignals(new LongPollSignals() {
+            @Override
+            public void announced(int payloads) {
+                sends.incrementAndGet();
+            }
+        }).build());
+        providers.add(p);
+        int items = 10;
+        for (int i = 0; i < items; i++) {
+            p.enqueueForWorker(new WorkItem.ActivityExecute("i", 1, i, "A", "{}"));
+        }
+        drain(1);
+        int before = sends.get();
+        long t0 = System.nanoTime();
+        List<FetchedWorkItem> claimed = new ArrayList<>();
+        for (int i = 0; i < items; i++) {
+            claimed.add(p.fetchWorkItem(LOCK, Duration.ZERO, null, TagFilter.any()).orElseThrow());
+        }
+        long claimMillis = (System.nanoTime() - t0) / 1_000_000;
+        List<String> hints = drain(1);
+        assertTrue(hints.stream().allMatch(h -> h.startsWith("w|") && h.split("\\|")[2].equals("0")),
+                "only lease ends: " + hints);
+        awaitAtLeast(sends, before + 1);
+        int transactions = sends.get() - before;
+        // the claims' lease ends (30 s ahead) wait up to 100 ms for each other: one transaction per 100 ms of claiming
+        assertTrue(transactions >= 1 && transactions <= 1 + claimMillis / Announcer.LINGER_MS + 1,
+                transactions + " transactions for " + items + " claims in " + claimMillis + " ms: " + hints);
+        assertTrue(transactions < items, "lease ends were not batched: " + transactions + " transactions");
+
+        // an item visible now is sent without lingering
+        int beforeUrgent = sends.get();
+        p.abandonWorkItem(claimed.get(0).lockToken(), null, false);
+        List<String> released = drain(1);
+        awaitAtLeast(sends, beforeUrgent + 1);
+        assertEquals(1, sends.get() - beforeUrgent, released.toString());
+        assertTrue(released.stream().anyMatch(h -> h.split("\\|")[2].equals("1")), released.toString());
+    }
+
+    /** The send's signal follows its commit, so it may trail the notification by a moment. */
+    private static void awaitAtLeast(AtomicInteger counter, int value) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        while (counter.get() < value && System.nanoTime() < deadline) {
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        assertTrue(counter.get() >= value, "expected at least " + value + " sends, saw " + counter.get());
     }
 
     @Test
