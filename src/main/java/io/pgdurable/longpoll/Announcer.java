@@ -113,13 +113,19 @@ public final class Announcer implements AutoCloseable {
         return remote;
     }
 
-    /** Announces hints of a write that has committed. Never blocks on the database; never throws. */
-    public void announce(Collection<Hint> hints) {
+    /**
+     * Announces hints of a write that has committed at application time {@code nowMs} (the time the operation
+     * passed to SQL: the caller's thread reads the clock once per operation). Never blocks on the database; never
+     * throws.
+     */
+    public void announce(Collection<Hint> hints, long nowMs) {
         if (hints.isEmpty()) {
             return;
         }
         if (local != null) {
-            hints.forEach(local::offer);
+            for (Hint h : hints) {
+                local.offer(h, nowMs);
+            }
         }
         if (!remote) {
             if (activated != null && System.nanoTime() - checkedAtNanos >= recheckNanos) {
@@ -142,7 +148,7 @@ public final class Announcer implements AutoCloseable {
             if (pending.isEmpty()) {
                 oldestPendingNanos = System.nanoTime();
             }
-            long soon = clock.millis() + 2 * LINGER_MS;
+            long soon = nowMs + 2 * LINGER_MS;
             for (Hint h : hints) {
                 urgent |= h.atMs() <= soon;
                 Hint key = new Hint(h.queue(), h.atMs(), h.count() == 0 ? 0 : 1, h.untagged(), h.tags(),
@@ -165,9 +171,9 @@ public final class Announcer implements AutoCloseable {
         }
     }
 
-    /** One hint; see {@link #announce(Collection)}. */
-    public void announce(Hint hint) {
-        announce(List.of(hint));
+    /** One hint; see {@link #announce(Collection, long)}. */
+    public void announce(Hint hint, long nowMs) {
+        announce(List.of(hint), nowMs);
     }
 
     private void run() {

@@ -178,12 +178,13 @@ public final class LongPoller implements AutoCloseable {
     // ------------------------------------------------------------------ hints in
 
     /**
-     * A hint from this process's own announcer: routed at once, without the round trip through the database. The
-     * same announcement comes back by NOTIFY and is then ignored (see {@link #ignoreOrigin}).
+     * A hint from this process's own announcer, as of the announcing operation's time: routed at once, without the
+     * round trip through the database. The same announcement comes back by NOTIFY and is then ignored (see
+     * {@link #ignoreOrigin}).
      */
-    public void offer(Hint hint) {
+    public void offer(Hint hint, long nowMs) {
         if (!closed.get()) {
-            route(hint);
+            route(hint, nowMs);
         }
     }
 
@@ -204,7 +205,16 @@ public final class LongPoller implements AutoCloseable {
     }
 
     private void route(Hint hint) {
-        if (hint.atMs() <= clock.millis()) {
+        route(hint, clock.millis());
+    }
+
+    /**
+     * Routes a hint as of {@code nowMs}. An announcing thread passes the time its operation used rather than reading
+     * the clock again (one clock read per operation, on the caller's thread); a deadline armed from an older time
+     * only fires later, never earlier.
+     */
+    private void route(Hint hint, long nowMs) {
+        if (hint.atMs() <= nowMs) {
             registry.wake(hint, null);
             return;
         }
@@ -216,12 +226,16 @@ public final class LongPoller implements AutoCloseable {
             deadlineLock.unlock();
         }
         if (earliest) {
-            arm(hint.atMs());
+            arm(hint.atMs(), nowMs);
         }
     }
 
     private void arm(long atMs) {
-        long delay = Math.max(0, atMs - clock.millis());
+        arm(atMs, clock.millis());
+    }
+
+    private void arm(long atMs, long nowMs) {
+        long delay = Math.max(0, atMs - nowMs);
         try {
             timer.schedule(this::fireDue, delay, TimeUnit.MILLISECONDS);
         } catch (RejectedExecutionException closing) {

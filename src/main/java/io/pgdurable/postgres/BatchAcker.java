@@ -2,7 +2,7 @@ package io.pgdurable.postgres;
 
 import io.pgdurable.longpoll.Hint;
 import java.util.ArrayList;
-import java.util.function.Consumer;
+import java.util.function.ObjLongConsumer;
 
 import io.pgdurable.spi.ProviderException;
 import java.sql.PreparedStatement;
@@ -27,10 +27,10 @@ final class BatchAcker {
     private final Statements sql;
     private final WorkCompleter completer;
     private final Duration waitBound;
-    private final Consumer<List<Hint>> announce;
+    private final ObjLongConsumer<List<Hint>> announce;
 
     BatchAcker(SqlRunner db, Statements sql, String schema, int batchSize, Duration flushIdle,
-               Duration connectionTimeout, Consumer<List<Hint>> announce) {
+               Duration connectionTimeout, ObjLongConsumer<List<Hint>> announce) {
         this.announce = announce;
         this.db = db;
         this.sql = sql;
@@ -143,15 +143,17 @@ final class BatchAcker {
     private void announceCompletions(List<WorkCompleter.Ack> acks, ProviderException[] outcomes) {
         List<String> instances = new ArrayList<>();
         List<Long> times = new ArrayList<>();
+        long latest = Long.MIN_VALUE;
         for (int i = 0; i < outcomes.length; i++) {
             WorkCompleter.Ack a = acks.get(i);
             if (outcomes[i] == null && a.completionJson() != null) {
                 instances.add(a.instance());
                 times.add(a.nowMs());
+                latest = Math.max(latest, a.nowMs());
             }
         }
         if (!instances.isEmpty()) {
-            announce.accept(Announcements.orchestratorMessages(instances, times));
+            announce.accept(Announcements.orchestratorMessages(instances, times), latest);
         }
     }
 }

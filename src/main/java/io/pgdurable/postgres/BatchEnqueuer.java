@@ -16,7 +16,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
+import java.util.function.ObjLongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,10 +37,10 @@ final class BatchEnqueuer {
     private final int chunkItems;
     private final long chunkBytes;
     private final Duration retryBudget;
-    private final Consumer<List<Hint>> announce;
+    private final ObjLongConsumer<List<Hint>> announce;
 
     BatchEnqueuer(SqlRunner db, Statements sql, Payloads payloads, Clock clock, int chunkItems, long chunkBytes,
-                  Duration retryBudget, Consumer<List<Hint>> announce) {
+                  Duration retryBudget, ObjLongConsumer<List<Hint>> announce) {
         this.announce = announce;
         this.db = db;
         this.sql = sql;
@@ -86,7 +86,7 @@ final class BatchEnqueuer {
                 ps.setArray(6, c.createArrayOf("text", sessions));
                 ps.setArray(7, c.createArrayOf("text", tags));
                 int stored = singleInt(ps);
-                announce.accept(Announcements.workerItems(now, chunk));
+                announce.accept(Announcements.workerItems(now, chunk), now);
                 return stored;
             }
         });
@@ -133,7 +133,7 @@ final class BatchEnqueuer {
                 ps.setArray(4, c.createArrayOf("bigint", visibleAt));
                 ps.setLong(5, now);
                 int stored = singleInt(ps);
-                announce.accept(Announcements.orchestratorMessages(List.of(instances), List.of(visibleAt)));
+                announce.accept(Announcements.orchestratorMessages(List.of(instances), List.of(visibleAt)), now);
                 return stored;
             }
         });

@@ -18,7 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
+import java.util.function.ObjLongConsumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,10 +44,10 @@ final class BatchFetcher {
     private final long maxReplyBytes;
     /** Null in short-poll mode. */
     private final LongPoller longPoller;
-    private final Consumer<List<Hint>> announce;
+    private final ObjLongConsumer<List<Hint>> announce;
 
     BatchFetcher(SqlRunner db, Statements sql, Clock clock, Leases leases, long maxReplyBytes,
-                 LongPoller longPoller, Consumer<List<Hint>> announce) {
+                 LongPoller longPoller, ObjLongConsumer<List<Hint>> announce) {
         this.announce = announce;
         this.db = db;
         this.sql = sql;
@@ -162,7 +162,7 @@ final class BatchFetcher {
         if (!claimed.items().isEmpty()) {
             List<WorkItem> items = new ArrayList<>(claimed.items().size());
             claimed.items().forEach(f -> items.add(f.item()));
-            announce.accept(request.leaseHints(now, items));
+            announce.accept(request.leaseHints(now, items), now);
         }
         if (!undecodable.isEmpty()) {
             for (String[] bad : undecodable) {

@@ -6,7 +6,7 @@ import java.sql.PreparedStatement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
-import java.util.function.Consumer;
+import java.util.function.ObjLongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,9 +22,9 @@ final class Leases {
     private final SqlRunner db;
     private final Statements sql;
     private final Clock clock;
-    private final Consumer<List<Hint>> announce;
+    private final ObjLongConsumer<List<Hint>> announce;
 
-    Leases(SqlRunner db, Statements sql, Clock clock, Consumer<List<Hint>> announce) {
+    Leases(SqlRunner db, Statements sql, Clock clock, ObjLongConsumer<List<Hint>> announce) {
         this.db = db;
         this.sql = sql;
         this.clock = clock;
@@ -39,22 +39,24 @@ final class Leases {
         long now = abandon("abandonOrchestrationItem", sql.abandonOrchestrationItem, lockToken, delay, ignoreAttempt);
         long delayMs = Payloads.delayMillis("abandonOrchestrationItem", delay);
         announce.accept(delayMs > 0 ? Announcements.all(Announcements.orchestratorMessage(now),
-                Announcements.orchestratorMessage(now + delayMs)) : Announcements.orchestratorMessage(now));
+                Announcements.orchestratorMessage(now + delayMs)) : Announcements.orchestratorMessage(now), now);
     }
 
     void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
+        long extendMs = Payloads.positiveMillis("renewOrchestrationItemLock", "extendFor", extendFor);
         long until = renew("renewOrchestrationItemLock", sql.renewOrchestrationItemLock, lockToken, extendFor);
-        announce.accept(Announcements.orchestrationLease(until));
+        announce.accept(Announcements.orchestrationLease(until), until - extendMs);
     }
 
     void abandonWorkItem(String lockToken, Duration delay, boolean ignoreAttempt) {
         long now = abandon("abandonWorkItem", sql.abandonWorkItem, lockToken, delay, ignoreAttempt);
-        announce.accept(Announcements.activityReleased(now + Payloads.delayMillis("abandonWorkItem", delay)));
+        announce.accept(Announcements.activityReleased(now + Payloads.delayMillis("abandonWorkItem", delay)), now);
     }
 
     void renewWorkItemLock(String lockToken, Duration extendFor) {
+        long extendMs = Payloads.positiveMillis("renewWorkItemLock", "extendFor", extendFor);
         long until = renew("renewWorkItemLock", sql.renewWorkItemLock, lockToken, extendFor);
-        announce.accept(Announcements.activityLeaseRenewed(until));
+        announce.accept(Announcements.activityLeaseRenewed(until), until - extendMs);
     }
 
     /** A fetch that throws must hold no lock: gives an undecodable orchestrator batch back before the error. */

@@ -40,9 +40,8 @@ final class OrchestrationClaimer {
         this.leases = leases;
     }
 
-    Optional<FetchedOrchestration> claim(String op, long lockMs, Long min, Long max) {
+    Optional<FetchedOrchestration> claim(String op, long now, long lockMs, Long min, Long max) {
         String token = SqlRunner.newToken();
-        long now = clock.millis();
         return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.fetchOrchestrationItem)) {
                 ps.setLong(1, now);

@@ -281,9 +281,10 @@ public final class PostgresProvider implements OrchestrationProvider {
         Long min = minVersion;
         Long max = maxVersion;
         Supplier<Optional<FetchedOrchestration>> claim = () -> {
-            Optional<FetchedOrchestration> got = orchestrations.claim(op, lockMs, min, max);
+            long now = clock.millis();
+            Optional<FetchedOrchestration> got = orchestrations.claim(op, now, lockMs, min, max);
             if (got.isPresent()) {
-                announcer.announce(Announcements.orchestrationLease(clock.millis() + lockMs));
+                announcer.announce(Announcements.orchestrationLease(now + lockMs), now);
             }
             return got;
         };
@@ -342,7 +343,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 }
             }
         });
-        announcer.announce(Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, lateMessagesAt));
+        announcer.announce(Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, lateMessagesAt), now);
     }
 
     @Override
@@ -380,7 +381,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 return null;
             }
         });
-        announcer.announce(Announcements.orchestratorMessage(visible));
+        announcer.announce(Announcements.orchestratorMessage(visible), now);
     }
 
     // ------------------------------------------------------------------------------------------ history
@@ -478,7 +479,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 return null;
             }
         });
-        announcer.announce(Announcements.workerItems(now, List.of(a)));
+        announcer.announce(Announcements.workerItems(now, List.of(a)), now);
     }
 
     // ------------------------------------------------------------------------------------------ batched enqueue
@@ -555,7 +556,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 }
             }
         });
-        claimed.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item()))));
+        claimed.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item())), now));
         return claimed;
     }
 
@@ -590,7 +591,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         if (completion != null) {
-            announcer.announce(Announcements.orchestratorMessage(now));
+            announcer.announce(Announcements.orchestratorMessage(now), now);
         }
     }
 
@@ -632,7 +633,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         if (renewed > 0) {
-            announcer.announce(List.of(Announcements.sessionLease(now + extendMs)));
+            announcer.announce(List.of(Announcements.sessionLease(now + extendMs)), now);
         }
         return renewed;
     }
