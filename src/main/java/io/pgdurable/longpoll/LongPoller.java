@@ -111,7 +111,7 @@ public final class LongPoller implements AutoCloseable {
         try {
             Hint wokenBy = null;
             long lastUnsuccessfulWake = 0;
-            boolean hadUnsuccessfulWake = false;
+            int unsuccessfulWakes = 0;
             while (true) {
                 Optional<T> result = claim.get();
                 if (result.isPresent()) {
@@ -126,7 +126,7 @@ public final class LongPoller implements AutoCloseable {
                         // item, took this wake's item first and that later item is still unclaimed: pass it on once.
                         registry.wake(wokenBy.passedOn(), waiter);
                     }
-                    hadUnsuccessfulWake = true;
+                    unsuccessfulWakes++;
                     lastUnsuccessfulWake = System.nanoTime();
                 }
                 long remaining = deadline - System.nanoTime();
@@ -138,7 +138,10 @@ public final class LongPoller implements AutoCloseable {
                     return Optional.empty(); // timed out, closed or interrupted (the flag is kept)
                 }
                 wokenBy = hint;
-                if (hadUnsuccessfulWake && !coalesce(lastUnsuccessfulWake, deadline)) {
+                // One useless wake is common and cheap (a wake raced by another fetch, a probe's wake-everyone):
+                // only a fetch whose wakes keep failing waits out the cadence, so a real wake right after a
+                // useless one is served at once.
+                if (unsuccessfulWakes >= 2 && !coalesce(lastUnsuccessfulWake, deadline)) {
                     // Out of time (or interrupted, or closing) before the claim this wake asked for: the wake was
                     // never used, so it goes to another waiter instead of ending with this fetch.
                     registry.wake(hint, waiter);
@@ -178,13 +181,25 @@ public final class LongPoller implements AutoCloseable {
     // ------------------------------------------------------------------ hints in
 
     /**
-     * A hint from this process's own announcer, as of the announcing operation's time: routed at once, without the
-     * round trip through the database. The same announcement comes back by NOTIFY and is then ignored (see
-     * {@link #ignoreOrigin}).
+     * A hint from this process's own announcer, as of the announcing operation's time {@code nowMs}: routed without
+     * the round trip through the database (the same announcement comes back by NOTIFY and is then ignored, see
+     * {@link #ignoreOrigin}). A hint due now wakes a waiter on the caller's thread; a future one is handed to the
+     * timer thread, which arms its deadline from a fresh clock reading (arming from {@code nowMs}, read before the
+     * operation's SQL, would fire late by the statement's duration) while the caller's thread keeps to one clock
+     * reading per operation.
      */
     public void offer(Hint hint, long nowMs) {
-        if (!closed.get()) {
-            route(hint, nowMs);
+        if (closed.get()) {
+            return;
+        }
+        if (hint.atMs() <= nowMs) {
+            registry.wake(hint, null);
+            return;
+        }
+        try {
+            timer.execute(() -> route(hint));
+        } catch (RejectedExecutionException closing) {
+            // shutting down
         }
     }
 
@@ -205,16 +220,7 @@ public final class LongPoller implements AutoCloseable {
     }
 
     private void route(Hint hint) {
-        route(hint, clock.millis());
-    }
-
-    /**
-     * Routes a hint as of {@code nowMs}. An announcing thread passes the time its operation used rather than reading
-     * the clock again (one clock read per operation, on the caller's thread); a deadline armed from an older time
-     * only fires later, never earlier.
-     */
-    private void route(Hint hint, long nowMs) {
-        if (hint.atMs() <= nowMs) {
+        if (hint.atMs() <= clock.millis()) {
             registry.wake(hint, null);
             return;
         }
@@ -226,16 +232,12 @@ public final class LongPoller implements AutoCloseable {
             deadlineLock.unlock();
         }
         if (earliest) {
-            arm(hint.atMs(), nowMs);
+            arm(hint.atMs());
         }
     }
 
     private void arm(long atMs) {
-        arm(atMs, clock.millis());
-    }
-
-    private void arm(long atMs, long nowMs) {
-        long delay = Math.max(0, atMs - nowMs);
+        long delay = Math.max(0, atMs - clock.millis());
         try {
             timer.schedule(this::fireDue, delay, TimeUnit.MILLISECONDS);
         } catch (RejectedExecutionException closing) {

@@ -195,10 +195,12 @@ class LongPollFailureTest {
                 String ctx = "seed " + seed + " coalescing round " + r;
                 BackgroundFetch<FetchedOrchestration> a = h.parkOrchestrator("a", POLL);
                 BackgroundFetch<FetchedOrchestration> b = h.parkOrchestrator("b", POLL);
-                long wakes = h.signals.wakes();
-                p.enqueueForOrchestrator(event("locked", "n" + r), null); // a wakes, finds the instance locked
-                h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), ctx + ": wake");
-                Waits.until(() -> a.parked() || a.isDone(), Duration.ofSeconds(5), () -> ctx + ": a parks again");
+                for (int k = 0; k < 2; k++) { // two useless wakes: a (and b, passed on) now pause between retries
+                    long wakes = h.signals.wakes();
+                    p.enqueueForOrchestrator(event("locked", "n" + r + "-" + k), null); // the instance is locked
+                    h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), ctx + ": wake");
+                    Waits.until(() -> a.parked() || a.isDone(), Duration.ofSeconds(5), () -> ctx + ": a parks again");
+                }
                 long t0 = System.nanoTime();
                 p.enqueueForOrchestrator(start("fresh-" + r), null); // a takes this wake, then pauses ...
                 LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(rnd.nextInt(3_000)));

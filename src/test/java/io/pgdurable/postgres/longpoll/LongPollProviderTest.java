@@ -261,7 +261,7 @@ class LongPollProviderTest {
     }
 
     /**
-     * A fetch that had an unsuccessful wake retries at the coalescing cadence. When its poll deadline ends inside
+     * A fetch whose wakes keep failing (two in a row) retries at the coalescing cadence. When its poll deadline ends inside
      * that pause, the wake it holds was never used: it must go to another parked fetch, not vanish with it.
      */
     @Test
@@ -275,12 +275,17 @@ class LongPollProviderTest {
             Duration shortPoll = Duration.ofMillis(1_500);
             BackgroundFetch<FetchedOrchestration> older = h.parkOrchestrator("older", shortPoll);
             BackgroundFetch<FetchedOrchestration> younger = h.parkOrchestrator("younger", Duration.ofSeconds(10));
-            // into the older fetch's last 100 ms (time is the subject here)
-            LockSupport.parkNanos(older.startNanos() + TimeUnit.MILLISECONDS.toNanos(1_400) - System.nanoTime());
-            long wakes = h.signals.wakes();
-            p.enqueueForOrchestrator(event("locked", "m2"), null); // wakes the older fetch: the instance is locked
-            h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m2");
-            Waits.until(() -> older.parked() || older.isDone(), Duration.ofSeconds(5), () -> "older to park again");
+            // Two useless wakes (the instance is locked) put the older fetch into the coalescing cadence; the
+            // second lands in its last 100 ms (time is the subject here), so its deadline ends while it pauses.
+            for (int k = 2; k <= 3; k++) {
+                long at = k == 2 ? 1_250 : 1_410;
+                LockSupport.parkNanos(older.startNanos() + TimeUnit.MILLISECONDS.toNanos(at) - System.nanoTime());
+                long wakes = h.signals.wakes();
+                p.enqueueForOrchestrator(event("locked", "m" + k), null); // wakes the older fetch: still locked
+                h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m" + k);
+                Waits.until(() -> older.parked() || older.isDone(), Duration.ofSeconds(5),
+                        () -> "older to park again");
+            }
             long t0 = System.nanoTime();
             p.enqueueForOrchestrator(start("fresh"), null);
             Optional<FetchedOrchestration> got = younger.get(GET);
