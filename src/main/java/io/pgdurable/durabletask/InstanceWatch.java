@@ -3,14 +3,12 @@ package io.pgdurable.durabletask;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgdurable.longpoll.Notifier;
+import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.PgjdbcListener;
-import io.pgdurable.postgres.Identifiers;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -83,13 +81,7 @@ final class InstanceWatch implements AutoCloseable {
 
     /** {@code pgdurable.dt.<schema>}, shortened with a hash of the schema when it would pass 63 bytes. */
     static String channelFor(String schema) {
-        Identifiers.checkSchemaName(schema);
-        String name = PREFIX + schema;
-        if (name.getBytes(StandardCharsets.UTF_8).length <= Identifiers.MAX_BYTES) {
-            return name;
-        }
-        String hash = String.format(Locale.ROOT, "%08x", schema.hashCode());
-        return name.substring(0, Identifiers.MAX_BYTES - hash.length() - 1) + "_" + hash;
+        return NotifyChannel.forSchema(PREFIX, schema);
     }
 
     /** Registers interest before the caller reads the status, so a change in between is not missed. */

@@ -12,8 +12,16 @@ public final class NotifyChannel {
 
     /** {@code pgdurable_<schema>}, or for long schema names a prefix of it plus a hash of the whole name. */
     public static String forSchema(String schema) {
+        return forSchema(PREFIX, schema);
+    }
+
+    /**
+     * {@code <prefix><schema>} for another channel of the same task hub, shortened the same way when it would pass
+     * PostgreSQL's 63-byte identifier limit.
+     */
+    public static String forSchema(String prefix, String schema) {
         Identifiers.checkSchemaName(schema);
-        String name = PREFIX + schema;
+        String name = prefix + schema;
         if (name.getBytes(StandardCharsets.UTF_8).length <= Identifiers.MAX_BYTES) {
             return name;
         }
