@@ -48,6 +48,12 @@ public final class Announcer implements AutoCloseable {
      * ones with them.
      */
     public static final long LINGER_MS = 100;
+    /**
+     * At most one notifying transaction per this interval, even for urgent hints: under load the hints of the
+     * writes committed meanwhile share the next one (each notifying transaction is a round trip, a turn on
+     * PostgreSQL's notify lock and a delivery to every listener); an announcer that was idle sends at once.
+     */
+    static final long MIN_SEND_INTERVAL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(60);
     private static final long MAX_BACKOFF_MS = 1000;
 
@@ -73,6 +79,8 @@ public final class Announcer implements AutoCloseable {
     private boolean urgent;
     /** When the oldest pending hint was queued (System.nanoTime), meaningful while {@link #pending} is not empty. */
     private long oldestPendingNanos;
+    /** When the last send started (System.nanoTime); touched by the sending thread only. */
+    private long lastSendNanos = System.nanoTime() - MIN_SEND_INTERVAL_NANOS;
     private boolean closed;
     private final Thread thread;
     private long lastWarnNanos = System.nanoTime() - WARN_INTERVAL_NANOS;
@@ -189,12 +197,14 @@ public final class Announcer implements AutoCloseable {
                         pendingOrClosed.await(1, TimeUnit.SECONDS);
                         continue;
                     }
-                    long lingered = System.nanoTime() - oldestPendingNanos;
+                    long now = System.nanoTime();
+                    long lingered = now - oldestPendingNanos;
                     long linger = TimeUnit.MILLISECONDS.toNanos(LINGER_MS);
-                    if (urgent || lingered >= linger) {
+                    long spacing = lastSendNanos + MIN_SEND_INTERVAL_NANOS - now;
+                    if ((urgent || lingered >= linger) && spacing <= 0) {
                         break;
                     }
-                    pendingOrClosed.awaitNanos(linger - lingered);
+                    pendingOrClosed.awaitNanos(urgent || lingered >= linger ? spacing : linger - lingered);
                 }
                 last = closed;
                 recheck = recheckDue;
@@ -216,6 +226,7 @@ public final class Announcer implements AutoCloseable {
             }
             if (!batch.isEmpty()) {
                 try {
+                    lastSendNanos = System.nanoTime();
                     sender.send(batch);
                     signals.announced(batch.size());
                     batch.clear();
