@@ -111,16 +111,6 @@ public final class Announcer implements AutoCloseable {
         thread.start();
     }
 
-    /** This announcer's id, carried by its payloads so the same process does not wake its waiters twice. */
-    public String origin() {
-        return origin;
-    }
-
-    /** Whether hints go to other processes (the schema is activated, as far as this provider knows). */
-    public boolean remote() {
-        return remote;
-    }
-
     /**
      * Announces hints of a write that has committed at application time {@code nowMs} (the time the operation
      * passed to SQL: the caller's thread reads the clock once per operation). Never blocks on the database; never
@@ -159,16 +149,12 @@ public final class Announcer implements AutoCloseable {
             long soon = nowMs + 2 * LINGER_MS;
             for (Hint h : hints) {
                 urgent |= h.atMs() <= soon;
-                Hint key = new Hint(h.queue(), h.atMs(), h.count() == 0 ? 0 : 1, h.untagged(), h.tags(),
+                // Keyed by everything but the count (a lease end, count 0, stays apart from items at the same time).
+                Hint key = new Hint(h.queue(), h.atMs(), Math.min(1, h.count()), h.untagged(), h.tags(),
                         h.sessions(), 0);
-                Hint merged = pending.get(key);
-                if (merged != null) {
-                    pending.put(key, merged.count() == 0 ? merged : new Hint(merged.queue(), merged.atMs(),
-                            (int) Math.min(Integer.MAX_VALUE, (long) merged.count() + h.count()), merged.untagged(),
-                            merged.tags(), merged.sessions(), 0));
-                } else if (pending.size() < MAX_PENDING) {
-                    pending.put(key, key.count() == 0 ? key : new Hint(h.queue(), h.atMs(), h.count(), h.untagged(),
-                            h.tags(), h.sessions(), 0));
+                if (pending.size() < MAX_PENDING || pending.containsKey(key)) {
+                    pending.merge(key, new Hint(h.queue(), h.atMs(), h.count(), h.untagged(), h.tags(), h.sessions(),
+                            0), Announcer::addCounts);
                 } else {
                     overflowed = true;
                 }
@@ -177,6 +163,13 @@ public final class Announcer implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Two pending hints of one key as one: items add up; lease ends (count 0) stay one. */
+    private static Hint addCounts(Hint a, Hint b) {
+        return a.count() == 0 ? a : new Hint(a.queue(), a.atMs(),
+                (int) Math.min(Integer.MAX_VALUE, (long) a.count() + b.count()), a.untagged(), a.tags(), a.sessions(),
+                0);
     }
 
     /** One hint; see {@link #announce(Collection, long)}. */

@@ -4,6 +4,7 @@ import io.pgdurable.longpoll.Hint;
 import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.spi.WorkItem;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
@@ -24,13 +25,21 @@ final class Announcements {
 
     /** Activity items became visible at {@code atMs}. */
     static List<Hint> workerItems(long atMs, Collection<WorkItem.ActivityExecute> items) {
-        if (items.isEmpty()) {
-            return List.of();
-        }
+        return items.isEmpty() ? List.of() : List.of(routedTo(atMs, items.size(), items));
+    }
+
+    /**
+     * A worker hint whose routing (untagged, tags, sessions) covers {@code items}; null when one of them is not an
+     * activity (nothing to route by).
+     */
+    private static Hint routedTo(long atMs, int count, Collection<? extends WorkItem> items) {
         boolean untagged = false;
         boolean sessions = false;
         Set<String> tags = new HashSet<>();
-        for (WorkItem.ActivityExecute a : items) {
+        for (WorkItem w : items) {
+            if (!(w instanceof WorkItem.ActivityExecute a)) {
+                return null;
+            }
             if (a.tag() == null) {
                 untagged = true;
             } else {
@@ -38,7 +47,7 @@ final class Announcements {
             }
             sessions |= a.sessionId() != null;
         }
-        return List.of(new Hint(QueueKind.WORKER, atMs, items.size(), untagged, tags, sessions, 0));
+        return new Hint(QueueKind.WORKER, atMs, count, untagged, tags, sessions, 0);
     }
 
     /**
@@ -76,10 +85,8 @@ final class Announcements {
                 activities.add(a);
             }
         }
-        List<String> instances = new ArrayList<>(List.of(orchInstances));
-        List<Long> times = new ArrayList<>(List.of(orchVisibleAtMs));
         List<Hint> hints = new ArrayList<>(workerItems(nowMs, activities));
-        hints.addAll(orchestratorMessages(instances, times));
+        hints.addAll(orchestratorMessages(Arrays.asList(orchInstances), Arrays.asList(orchVisibleAtMs)));
         if (lateMessagesAtMs != null) {
             hints.addAll(orchestratorMessage(lateMessagesAtMs));
         }
@@ -104,22 +111,12 @@ final class Announcements {
         if (claimed.isEmpty()) {
             return List.of();
         }
-        boolean untagged = false;
-        boolean sessions = false;
-        Set<String> tags = new HashSet<>();
-        for (WorkItem w : claimed) {
-            if (!(w instanceof WorkItem.ActivityExecute a)) {
-                return List.of(leaseEndOfAnyActivity(untilMs));
-            }
-            if (a.tag() == null) {
-                untagged = true;
-            } else {
-                tags.add(a.tag());
-            }
-            sessions |= a.sessionId() != null;
+        Hint lease = routedTo(untilMs, 0, claimed);
+        if (lease == null) {
+            return List.of(leaseEndOfAnyActivity(untilMs));
         }
-        Hint lease = new Hint(QueueKind.WORKER, untilMs, 0, untagged, tags, sessions, 0);
-        return sessions && sessionUntilMs != null ? List.of(lease, sessionLease(sessionUntilMs)) : List.of(lease);
+        return lease.sessions() && sessionUntilMs != null ? List.of(lease, sessionLease(sessionUntilMs))
+                : List.of(lease);
     }
 
     /** Activity leases were renewed (which items is not known here: any filter may match). */

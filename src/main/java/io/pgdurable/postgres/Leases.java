@@ -36,27 +36,24 @@ final class Leases {
      * at once, whatever the delay (whether any did is not known here, so a delayed abandon announces both times).
      */
     void abandonOrchestrationItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        long now = abandon("abandonOrchestrationItem", sql.abandonOrchestrationItem, lockToken, delay, ignoreAttempt);
-        long delayMs = Payloads.delayMillis("abandonOrchestrationItem", delay);
-        announce.accept(delayMs > 0 ? Announcements.all(Announcements.orchestratorMessage(now),
-                Announcements.orchestratorMessage(now + delayMs)) : Announcements.orchestratorMessage(now), now);
+        Done d = abandon("abandonOrchestrationItem", sql.abandonOrchestrationItem, lockToken, delay, ignoreAttempt);
+        announce.accept(d.millis() > 0 ? Announcements.all(Announcements.orchestratorMessage(d.now()),
+                Announcements.orchestratorMessage(d.end())) : Announcements.orchestratorMessage(d.now()), d.now());
     }
 
     void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
-        long extendMs = Payloads.positiveMillis("renewOrchestrationItemLock", "extendFor", extendFor);
-        long until = renew("renewOrchestrationItemLock", sql.renewOrchestrationItemLock, lockToken, extendFor);
-        announce.accept(Announcements.orchestrationLease(until), until - extendMs);
+        Done d = renew("renewOrchestrationItemLock", sql.renewOrchestrationItemLock, lockToken, extendFor);
+        announce.accept(Announcements.orchestrationLease(d.end()), d.now());
     }
 
     void abandonWorkItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        long now = abandon("abandonWorkItem", sql.abandonWorkItem, lockToken, delay, ignoreAttempt);
-        announce.accept(Announcements.activityReleased(now + Payloads.delayMillis("abandonWorkItem", delay)), now);
+        Done d = abandon("abandonWorkItem", sql.abandonWorkItem, lockToken, delay, ignoreAttempt);
+        announce.accept(Announcements.activityReleased(d.end()), d.now());
     }
 
     void renewWorkItemLock(String lockToken, Duration extendFor) {
-        long extendMs = Payloads.positiveMillis("renewWorkItemLock", "extendFor", extendFor);
-        long until = renew("renewWorkItemLock", sql.renewWorkItemLock, lockToken, extendFor);
-        announce.accept(Announcements.activityLeaseRenewed(until), until - extendMs);
+        Done d = renew("renewWorkItemLock", sql.renewWorkItemLock, lockToken, extendFor);
+        announce.accept(Announcements.activityLeaseRenewed(d.end()), d.now());
     }
 
     /** A fetch that throws must hold no lock: gives an undecodable orchestrator batch back before the error. */
@@ -80,18 +77,24 @@ final class Leases {
         }
     }
 
-    /** Returns the application time of the release. */
-    private long abandon(String op, String statement, String lockToken, Duration delay, boolean ignoreAttempt) {
-        Payloads.notNull(op, "lockToken", lockToken);
-        long delayMs = Payloads.delayMillis(op, delay);
-        return tokenCall(op, statement, lockToken, delayMs, ignoreAttempt);
+    /** A committed token call: the application time it passed and its duration (delay or extension). */
+    private record Done(long now, long millis) {
+        /** When the release becomes visible or the renewed lease ends. */
+        long end() {
+            return now + millis;
+        }
     }
 
-    /** Returns the new end of the lease. */
-    private long renew(String op, String statement, String lockToken, Duration extendFor) {
+    private Done abandon(String op, String statement, String lockToken, Duration delay, boolean ignoreAttempt) {
+        Payloads.notNull(op, "lockToken", lockToken);
+        long delayMs = Payloads.delayMillis(op, delay);
+        return new Done(tokenCall(op, statement, lockToken, delayMs, ignoreAttempt), delayMs);
+    }
+
+    private Done renew(String op, String statement, String lockToken, Duration extendFor) {
         Payloads.notNull(op, "lockToken", lockToken);
         long extendMs = Payloads.positiveMillis(op, "extendFor", extendFor);
-        return tokenCall(op, statement, lockToken, extendMs, null) + extendMs;
+        return new Done(tokenCall(op, statement, lockToken, extendMs, null), extendMs);
     }
 
     /**

@@ -110,17 +110,18 @@ public final class PostgresProvider implements OrchestrationProvider {
                             + "start one provider with APPLY_ALL and long polling");
                 }
             }
+            String channel = NotifyChannel.forSchema(config.schema());
             if (config.longPolling()) {
                 poller = new LongPoller(new LongPoller.Settings(config.fallbackPollInterval(),
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
                         config.heartbeatInterval(), config.maxTrackedDeadlines()), clock,
                         new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()), listener(config),
-                        NotifyChannel.forSchema(config.schema()), config.longPollSignals());
+                        channel, config.longPollSignals());
                 poller.start();
             }
-            String channel = NotifyChannel.forSchema(config.schema());
             announcing = new Announcer(poller, announcements -> sendAnnouncements(dataSource, channel, announcements),
-                    config.longPolling() ? null : () -> activated(dataSource), SchemaMigrator.ACTIVATION_RECHECK,
+                    config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
+                    SchemaMigrator.ACTIVATION_RECHECK,
                     channel, config.longPollSignals(), clock);
         } catch (RuntimeException e) {
             if (announcing != null) {
@@ -163,17 +164,6 @@ public final class PostgresProvider implements OrchestrationProvider {
             ps.setString(1, channel);
             ps.setArray(2, c.createArrayOf("text", announcements.toArray()));
             ps.execute();
-        }
-    }
-
-    /** Whether the schema is activated: read by a provider that does not long-poll (see {@link Announcer}). */
-    private boolean activated(DataSource dataSource) {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement ps = c.prepareStatement(sql.longPollingActivated);
-             ResultSet rs = ps.executeQuery()) {
-            return rs.next() && rs.getBoolean(1);
-        } catch (SQLException e) {
-            throw SqlErrors.translate("activated", e);
         }
     }
 

@@ -41,7 +41,6 @@ final class Statements {
     final String enqueueOrchestratorItems;
     final String claimableNow;
     final String nextDeadlines;
-    final String longPollingActivated;
     /** Every payload of one announcement batch, in one short transaction (the channel is a value, not SQL). */
     final String announce = "SELECT count(pg_notify(?, p)) FROM unnest(?::text[]) AS p";
     /** Both timeouts for the rest of the transaction only (the {@code SET LOCAL} of a scan), in one statement. */
@@ -85,7 +84,6 @@ final class Statements {
         enqueueOrchestratorItems = "SELECT " + s + "enqueue_orchestrator_items(?, ?, ?, ?, ?)";
         claimableNow = "SELECT * FROM " + s + "claimable_now(?)";
         nextDeadlines = "SELECT * FROM " + s + "next_deadlines(?, ?)";
-        longPollingActivated = "SELECT " + s + "long_polling_activated()";
     }
 
     private static String params(int n) {
