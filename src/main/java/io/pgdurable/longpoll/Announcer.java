@@ -185,7 +185,7 @@ public final class Announcer implements AutoCloseable {
             boolean recheck;
             lock.lock();
             try {
-                while (!overflowed && !closed && !recheckDue) {
+                while (batch.isEmpty() && !overflowed && !closed && !recheckDue) { // a failed batch retries at once
                     if (pending.isEmpty()) {
                         pendingOrClosed.await(1, TimeUnit.SECONDS);
                         continue;

@@ -1,0 +1,41 @@
+package io.pgdurable.longpoll;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Clock;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** The announcer's sending loop, with a sender that fails on demand (the database path is in AnnouncementsTest). */
+class AnnouncerTest {
+
+    @Test
+    void a_failed_send_is_retried_after_its_backoff_without_waiting_for_new_hints() throws Exception {
+        AtomicInteger attempts = new AtomicInteger();
+        BlockingQueue<List<String>> sent = new LinkedBlockingQueue<>();
+        Announcer.Sender failingOnce = payloads -> {
+            if (attempts.incrementAndGet() == 1) {
+                throw new java.sql.SQLException("connection refused", "08001");
+            }
+            sent.add(List.copyOf(payloads));
+        };
+        Announcer announcer = new Announcer(null, failingOnce, null, null, "test", LongPollSignals.NONE,
+                Clock.systemUTC());
+        try {
+            long now = System.currentTimeMillis();
+            announcer.announce(new Hint(QueueKind.WORKER, now, 1, true, java.util.Set.of(), false, 0), now);
+            List<String> retried = sent.poll(5, TimeUnit.SECONDS);
+            assertTrue(retried != null, "the failed batch was not sent again (attempts: " + attempts.get() + ")");
+            assertEquals(2, attempts.get());
+            assertEquals(1, retried.size(), retried.toString());
+            assertTrue(retried.get(0).startsWith("w|" + now + "|1|1||0|"), retried.toString());
+        } finally {
+            announcer.close();
+        }
+    }
+}
