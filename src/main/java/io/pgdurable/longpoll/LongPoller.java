@@ -2,6 +2,7 @@ package io.pgdurable.longpoll;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -30,6 +31,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class LongPoller implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LongPoller.class);
+    /** Farther deadlines are armed at this distance and re-armed when it passes (keeps microseconds in range). */
+    private static final long MAX_ARM_MS = Duration.ofDays(1).toMillis();
 
     /** The tunables, validated by the provider's configuration. */
     public record Settings(Duration fallbackInterval, Duration wakeCoalescing, Duration recoveryScanInterval,
@@ -236,10 +239,17 @@ public final class LongPoller implements AutoCloseable {
         }
     }
 
+    /**
+     * Schedules {@link #fireDue} for the start of millisecond {@code atMs}, measured in microseconds: a delay
+     * counted from the truncated {@code clock.millis()} would fire up to a millisecond late (half on average).
+     * Firing a few microseconds early on a clock step is harmless: {@link #fireDue} re-arms what is not yet due.
+     */
     private void arm(long atMs) {
-        long delay = Math.max(0, atMs - clock.millis());
+        Instant now = clock.instant();
+        long aheadMs = Math.min(atMs - now.toEpochMilli(), MAX_ARM_MS);
+        long delayMicros = Math.max(0, aheadMs * 1000 - (now.getNano() / 1000) % 1000);
         try {
-            timer.schedule(this::fireDue, delay, TimeUnit.MILLISECONDS);
+            timer.schedule(this::fireDue, delayMicros, TimeUnit.MICROSECONDS);
         } catch (RejectedExecutionException closing) {
             // shutting down
         }
