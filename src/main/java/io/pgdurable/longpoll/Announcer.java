@@ -117,13 +117,23 @@ public final class Announcer implements AutoCloseable {
      * throws.
      */
     public void announce(Collection<Hint> hints, long nowMs) {
-        if (hints.isEmpty()) {
-            return;
-        }
+        wakeHere(hints, nowMs);
+        tellOthers(hints, nowMs);
+    }
+
+    /** The local half of {@link #announce(Collection, long)}: this process's waiters only. */
+    public void wakeHere(Collection<Hint> hints, long nowMs) {
         if (local != null) {
             for (Hint h : hints) {
                 local.offer(h, nowMs);
             }
+        }
+    }
+
+    /** The other half of {@link #announce(Collection, long)}: other processes only, by NOTIFY. */
+    public void tellOthers(Collection<Hint> hints, long nowMs) {
+        if (hints.isEmpty()) {
+            return;
         }
         if (!remote) {
             if (activated != null && System.nanoTime() - checkedAtNanos >= recheckNanos) {

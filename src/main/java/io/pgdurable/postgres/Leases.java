@@ -35,15 +35,19 @@ final class Leases {
      * The released batch is claimable at {@code now + delay}; messages that arrived during the turn are claimable
      * at once, whatever the delay (whether any did is not known here, so a delayed abandon announces both times).
      */
-    void abandonOrchestrationItem(String lockToken, Duration delay, boolean ignoreAttempt) {
+    /** Returns the time of the call (application clock, ms). */
+    long abandonOrchestrationItem(String lockToken, Duration delay, boolean ignoreAttempt) {
         Done d = abandon("abandonOrchestrationItem", sql.abandonOrchestrationItem, lockToken, delay, ignoreAttempt);
         announce.accept(d.millis() > 0 ? Announcements.all(Announcements.orchestratorMessage(d.now()),
                 Announcements.orchestratorMessage(d.end())) : Announcements.orchestratorMessage(d.now()), d.now());
+        return d.now();
     }
 
-    void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
+    /** Returns the new end of the lease (application clock, ms). */
+    long renewOrchestrationItemLock(String lockToken, Duration extendFor) {
         Done d = renew("renewOrchestrationItemLock", sql.renewOrchestrationItemLock, lockToken, extendFor);
         announce.accept(Announcements.orchestrationLease(d.end()), d.now());
+        return d.end();
     }
 
     void abandonWorkItem(String lockToken, Duration delay, boolean ignoreAttempt) {

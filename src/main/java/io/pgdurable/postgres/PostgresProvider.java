@@ -36,6 +36,7 @@ import java.util.Optional;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import io.pgdurable.longpoll.Announcer;
+import io.pgdurable.longpoll.Hint;
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.NotificationListener;
 import io.pgdurable.longpoll.NotifyChannel;
@@ -75,6 +76,8 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final OrchestrationClaimer orchestrations;
     private final BatchFetcher batchFetcher;
     private final BatchEnqueuer batchEnqueuer;
+    /** Turns handed out by this provider and not yet ended; consulted only with long polling (local wakes). */
+    private final TurnsInProgress turns = new TurnsInProgress();
     /** Batched terminal acks; null with {@code ackBatchSize} 1 (every ack is its own call). */
     private final BatchAcker acker;
 
@@ -274,6 +277,9 @@ public final class PostgresProvider implements OrchestrationProvider {
             long now = clock.millis();
             Optional<FetchedOrchestration> got = orchestrations.claim(op, now, lockMs, min, max);
             if (got.isPresent()) {
+                if (longPoller != null) {
+                    turns.started(got.get().item().instance(), got.get().lockToken(), now + lockMs, now);
+                }
                 announcer.announce(Announcements.orchestrationLease(now + lockMs), now);
             }
             return got;
@@ -292,7 +298,25 @@ public final class PostgresProvider implements OrchestrationProvider {
         long now = clock.millis();
         TurnEncoder t = new TurnEncoder(payloads, now, executionId, historyDelta, workerItems, orchestratorItems,
                 metadata, cancelledActivities);
-        Long lateMessagesAt = call(op, c -> {
+        Long lateMessagesAt;
+        try {
+            lateMessagesAt = ackTurn(op, lockToken, now, executionId, metadata, t);
+        } catch (RuntimeException e) {
+            endTurn(lockToken, now);
+            throw e;
+        }
+        // The turn ends before its announcement goes out, so a wake deferred to it is either covered by the claim
+        // that announcement leads to or given here (see TurnsInProgress).
+        boolean deferred = longPoller != null && turns.end(lockToken);
+        announcer.announce(Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, lateMessagesAt), now);
+        if (deferred && lateMessagesAt == null) {
+            announcer.wakeHere(Announcements.orchestratorMessage(now), now);
+        }
+    }
+
+    private Long ackTurn(String op, String lockToken, long now, long executionId, ExecutionMetadata metadata,
+                         TurnEncoder t) {
+        return call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.ackOrchestrationItem)) {
                 int i = 1;
                 ps.setString(i++, lockToken);
@@ -333,17 +357,45 @@ public final class PostgresProvider implements OrchestrationProvider {
                 }
             }
         });
-        announcer.announce(Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, lateMessagesAt), now);
     }
 
     @Override
     public void abandonOrchestrationItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        leases.abandonOrchestrationItem(lockToken, delay, ignoreAttempt);
+        long now;
+        try {
+            now = leases.abandonOrchestrationItem(lockToken, delay, ignoreAttempt);
+        } catch (RuntimeException e) {
+            endTurn(lockToken, clock.millis());
+            throw e;
+        }
+        endTurn(lockToken, now);
     }
 
     @Override
     public void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
-        leases.renewOrchestrationItemLock(lockToken, extendFor);
+        long until = leases.renewOrchestrationItemLock(lockToken, extendFor);
+        if (longPoller != null) {
+            turns.renewed(lockToken, until);
+        }
+    }
+
+    /** A turn ended without its ack's announcement (abandoned, or the ack failed): gives a wake deferred to it. */
+    private void endTurn(String lockToken, long now) {
+        if (longPoller != null && lockToken != null && turns.end(lockToken)) {
+            announcer.wakeHere(Announcements.orchestratorMessage(now), now);
+        }
+    }
+
+    /**
+     * Announces messages that became claimable for {@code instance}: while a turn of this provider holds the
+     * instance, this process's wake waits for that turn's end (see {@link TurnsInProgress}); others are told now.
+     */
+    private void announceMessageFor(String instance, List<Hint> hints, long now) {
+        if (longPoller != null && turns.defer(instance, now)) {
+            announcer.tellOthers(hints, now);
+        } else {
+            announcer.announce(hints, now);
+        }
     }
 
     @Override
@@ -371,7 +423,12 @@ public final class PostgresProvider implements OrchestrationProvider {
                 return null;
             }
         });
-        announcer.announce(Announcements.orchestratorMessage(visible), now);
+        List<Hint> hints = Announcements.orchestratorMessage(visible);
+        if (visible <= now) {
+            announceMessageFor(item.instance(), hints, now);
+        } else {
+            announcer.announce(hints, now);
+        }
     }
 
     // ------------------------------------------------------------------------------------------ history
@@ -581,7 +638,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         if (completion != null) {
-            announcer.announce(Announcements.orchestratorMessage(now), now);
+            announceMessageFor(completion.instance(), Announcements.orchestratorMessage(now), now);
         }
     }
 

@@ -145,7 +145,9 @@ class LongPollFailureTest {
         long seed = System.nanoTime();
         Random rnd = new Random(seed);
         try (LongPollHarness h = LongPollHarness.open("lpcancelrace",
-                b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
+                b -> b.fallbackPollInterval(Duration.ofSeconds(30)));
+             LongPollHarness elsewhere = LongPollHarness.onSchema(h.schema,
+                     b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
             PostgresProvider p = h.provider;
             h.warmUp();
             int aGot = 0;
@@ -187,10 +189,12 @@ class LongPollFailureTest {
                 assertEquals(0, h.poller().waiting(), ctx + ": no leaked registration");
             }
 
-            // The cancelled fetch holds a wake while pausing after an unsuccessful one (coalescing).
+            // The cancelled fetch holds a wake while pausing after an unsuccessful one (coalescing). The instance is
+            // held by another provider (process): this one cannot know it is locked, so its messages wake here.
             h.startInstance("locked");
             p.enqueueForOrchestrator(event("locked", "m1"), null);
-            FetchedOrchestration held = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            FetchedOrchestration held = elsewhere.provider.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)
+                    .orElseThrow();
             for (int r = 0; r < 5; r++) {
                 String ctx = "seed " + seed + " coalescing round " + r;
                 BackgroundFetch<FetchedOrchestration> a = h.parkOrchestrator("a", POLL);
@@ -223,7 +227,7 @@ class LongPollFailureTest {
                 h.ackTurn(got);
                 assertEquals(0, h.poller().waiting(), ctx);
             }
-            h.ackTurn(held);
+            elsewhere.ackTurn(held);
             System.out.println("[lp] cancel race: seed " + seed + ", cancelled fetch won " + aGot + "/30");
         }
     }

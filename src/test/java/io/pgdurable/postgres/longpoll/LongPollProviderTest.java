@@ -266,12 +266,15 @@ class LongPollProviderTest {
      */
     @Test
     void a_wake_held_by_a_fetch_whose_deadline_ends_while_coalescing_goes_to_another_fetch() {
-        try (LongPollHarness h = LongPollHarness.open("lpcoalesce", NO_FALLBACK)) {
+        try (LongPollHarness h = LongPollHarness.open("lpcoalesce", NO_FALLBACK);
+             LongPollHarness elsewhere = LongPollHarness.onSchema(h.schema, NO_FALLBACK)) {
             PostgresProvider p = h.provider;
             h.warmUp();
             h.startInstance("locked");
             p.enqueueForOrchestrator(event("locked", "m1"), null);
-            FetchedOrchestration held = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            // Held by another provider (process): this one cannot know the instance is locked, so it wakes for it.
+            FetchedOrchestration held = elsewhere.provider.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)
+                    .orElseThrow();
             Duration shortPoll = Duration.ofMillis(1_500);
             BackgroundFetch<FetchedOrchestration> older = h.parkOrchestrator("older", shortPoll);
             BackgroundFetch<FetchedOrchestration> younger = h.parkOrchestrator("younger", Duration.ofSeconds(10));
@@ -296,7 +299,7 @@ class LongPollProviderTest {
                     + "(fallback 30 s); the older fetch " + older.describe());
             assertEquals(Optional.empty(), older.get(GET), "the older fetch timed out empty");
             h.ackTurn(got.get());
-            h.ackTurn(held);
+            elsewhere.ackTurn(held);
         }
     }
 
@@ -439,11 +442,10 @@ class LongPollProviderTest {
             p.enqueueForOrchestrator(event("held", "m1"), null);
             FetchedOrchestration turn = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
             BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("during-turn", POLL);
-            // m2 arrives while the instance is locked: the parked fetch wakes, finds nothing claimable, parks again
+            // m2 arrives while this provider's turn holds the instance: the wake waits for the turn's end
             long wakes = h.signals.wakes();
             p.enqueueForOrchestrator(event("held", "m2"), null);
-            h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m2");
-            Waits.until(() -> o.parked() || o.isDone(), Duration.ofSeconds(5), () -> "the fetch to park again");
+            assertEquals(wakes, h.signals.wakes(), "no wake while the instance's turn runs here");
             assertFalse(o.isDone(), "nothing is claimable while the instance is locked: " + o.describe());
 
             long t0 = System.nanoTime();
@@ -790,6 +792,56 @@ class LongPollProviderTest {
                         + remote.millisSince(t0) + " ms");
                 other.provider.ackWorkItem(far.lockToken(), null);
             }
+        }
+    }
+
+    @Test
+    void a_message_for_an_instance_whose_turn_runs_here_wakes_a_local_fetch_when_the_turn_ends_not_before() {
+        try (LongPollHarness h = LongPollHarness.open("lpheld", NO_FALLBACK)) {
+            h.warmUp();
+            LongPoller poller = h.poller();
+            PostgresProvider p = h.provider;
+            h.startInstance("held");
+            p.enqueueForWorker(activity("held", 1));
+            FetchedWorkItem activity = p.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any())
+                    .orElseThrow(() -> new AssertionError("the activity"));
+
+            // 1. a completion arrives while this provider's turn holds the instance; the turn is acked
+            p.enqueueForOrchestrator(event("held", "e1"), null);
+            FetchedOrchestration turn = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)
+                    .orElseThrow(() -> new AssertionError("the turn"));
+            BackgroundFetch<FetchedOrchestration> parked = h.parkOrchestrator("parked-1", POLL);
+            h.signals.await(() -> poller.waiting() == 1, GET, "the second fetch parked");
+            long wakes = poller.wakesIssued();
+            WorkItem.ActivityCompleted done = new WorkItem.ActivityCompleted("held", 1, 1, "\"ok\"");
+            p.ackWorkItem(activity.lockToken(), done);
+            // a local wake would have been given on this thread, before the ack returned
+            assertEquals(wakes, poller.wakesIssued(), "no wake while the instance's turn runs here");
+            assertFalse(parked.isDone(), "the parked fetch stays parked while the instance is locked");
+            h.ackTurn(turn);
+            FetchedOrchestration next = parked.get(GET).orElseThrow(() -> new AssertionError("no wake at the ack"));
+            assertEquals("held", next.item().instance());
+            assertEquals(List.of(done), next.item().messages());
+            assertEquals(1, poller.wakesIssued() - wakes, "one wake, given by the turn's ack");
+
+            // 2. an event arrives while the next turn runs here; that turn is abandoned
+            BackgroundFetch<FetchedOrchestration> parked2 = h.parkOrchestrator("parked-2", POLL);
+            h.signals.await(() -> poller.waiting() == 1, GET, "the third fetch parked");
+            wakes = poller.wakesIssued();
+            p.enqueueForOrchestrator(event("held", "e2"), null);
+            assertEquals(wakes, poller.wakesIssued(), "no wake while the instance's turn runs here");
+            p.abandonOrchestrationItem(next.lockToken(), Duration.ZERO, false);
+            FetchedOrchestration again = parked2.get(GET).orElseThrow(() -> new AssertionError("no wake at abandon"));
+            assertEquals(List.of(done, event("held", "e2")), again.item().messages());
+            h.ackTurn(again);
+
+            // 3. with no turn of this provider on the instance, a message wakes at once
+            BackgroundFetch<FetchedOrchestration> parked3 = h.parkOrchestrator("parked-3", POLL);
+            h.signals.await(() -> poller.waiting() == 1, GET, "the fourth fetch parked");
+            wakes = poller.wakesIssued();
+            p.enqueueForOrchestrator(event("held", "e3"), null);
+            assertEquals(1, poller.wakesIssued() - wakes, "woken before the enqueue returned");
+            assertEquals(List.of(event("held", "e3")), parked3.get(GET).orElseThrow().item().messages());
         }
     }
 
