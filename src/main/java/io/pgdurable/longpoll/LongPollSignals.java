@@ -30,6 +30,9 @@ public interface LongPollSignals {
     /** A parked fetch was woken (queue "orchestrator" or "worker"). */
     default void waiterWoken(String queue) {}
 
+    /** A fetch parked without its first claim: nothing was announced since the same claim found nothing. */
+    default void claimSkipped(String queue) {}
+
     /** A transaction of {@code payloads} announcements was sent to other processes. */
     default void announced(int payloads) {}
 }

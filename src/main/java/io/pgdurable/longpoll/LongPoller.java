@@ -8,6 +8,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -33,6 +34,8 @@ public final class LongPoller implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LongPoller.class);
     /** Farther deadlines are armed at this distance and re-armed when it passes (keeps microseconds in range). */
     private static final long MAX_ARM_MS = Duration.ofDays(1).toMillis();
+    /** Distinct claim keys remembered (filters times session owners); past it, the memory starts over. */
+    private static final int MAX_CLAIM_KEYS = 4096;
 
     /** The tunables, validated by the provider's configuration. */
     public record Settings(Duration fallbackInterval, Duration wakeCoalescing, Duration recoveryScanInterval,
@@ -54,6 +57,8 @@ public final class LongPoller implements AutoCloseable {
     private final AtomicBoolean scanPending = new AtomicBoolean();
     private final AtomicBoolean probeRunning = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Per claim key, the queue epoch at the start of its latest claim that found nothing. */
+    private final ConcurrentHashMap<Object, Long> emptyAt = new ConcurrentHashMap<>();
     private volatile String ownOrigin;
 
     public LongPoller(Settings settings, Clock clock, WorkScanner scanner, NotificationListener listener,
@@ -103,6 +108,20 @@ public final class LongPoller implements AutoCloseable {
      */
     public <T> Optional<T> fetch(QueueKind queue, Route route, Duration pollTimeout, String operation,
                                  Supplier<Optional<T>> claim) {
+        return fetch(queue, route, null, pollTimeout, operation, claim);
+    }
+
+    /**
+     * {@link #fetch(QueueKind, Route, Duration, String, Supplier)} for a claim identified by {@code claimKey} (equal
+     * keys: equal claims, whatever their lease time). When the last claim with this key found nothing and no hint
+     * has reached the queue since it started (the listener up throughout), the first claim is skipped and the fetch
+     * parks at once: it would find nothing, exactly as the previous fetch's wait would have gone on. The same hints,
+     * deadlines and fallback probe that wake a parked fetch wake this one. A dispatcher that re-issues its fetch
+     * every poll timeout therefore costs no statement per re-issue; a fetch with a new key, or after any hint,
+     * claims first as always.
+     */
+    public <T> Optional<T> fetch(QueueKind queue, Route route, Object claimKey, Duration pollTimeout,
+                                 String operation, Supplier<Optional<T>> claim) {
         if (pollTimeout == null || pollTimeout.isZero() || pollTimeout.isNegative() || closed.get()) {
             return claim.get();
         }
@@ -115,8 +134,20 @@ public final class LongPoller implements AutoCloseable {
             Hint wokenBy = null;
             long lastUnsuccessfulWake = 0;
             int unsuccessfulWakes = 0;
+            boolean first = true;
             while (true) {
-                Optional<T> result = claim.get();
+                long epoch = registry.epoch(queue);
+                Optional<T> result;
+                if (first && knownEmpty(claimKey, epoch)) {
+                    result = Optional.empty();
+                    signals.claimSkipped(queue.label());
+                } else {
+                    result = claim.get();
+                    if (result.isEmpty() && claimKey != null) {
+                        emptyAt.merge(claimKey, epoch, Math::max);
+                    }
+                }
+                first = false;
                 if (result.isPresent()) {
                     if (wokenBy != null && wokenBy.openEnded() && wokenBy.hops() == 0) {
                         registry.wake(wokenBy.chained(), waiter); // let another waiter help drain a burst
@@ -154,6 +185,15 @@ public final class LongPoller implements AutoCloseable {
         } finally {
             registry.deregister(queue, waiter);
         }
+    }
+
+    /** A claim with this key found nothing at this epoch, and the listener is up to hear of anything new. */
+    private boolean knownEmpty(Object claimKey, long epoch) {
+        if (claimKey == null || !notifier.isListening()) {
+            return false;
+        }
+        Long empty = emptyAt.get(claimKey);
+        return empty != null && empty == epoch;
     }
 
     /**
@@ -336,6 +376,12 @@ public final class LongPoller implements AutoCloseable {
     void requestScan() {
         if (closed.get()) {
             return;
+        }
+        // Asked after every (re)LISTEN, among others: notifications may have been missed, so no claim is skipped
+        // on the strength of what was (not) announced before.
+        registry.touchAll();
+        if (emptyAt.size() > MAX_CLAIM_KEYS) {
+            emptyAt.clear();
         }
         scanPending.set(true);
         if (!scanRunning.compareAndSet(false, true)) {

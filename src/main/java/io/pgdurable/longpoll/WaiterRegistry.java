@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -20,6 +21,11 @@ final class WaiterRegistry {
     private final ReentrantLock lock = new ReentrantLock();
     private final AtomicInteger size = new AtomicInteger();
     private final AtomicLong woken = new AtomicLong();
+    /**
+     * Per queue, how many hints have been routed here (and listener reconnects seen): a claim that found nothing
+     * at epoch E proves that nothing announced up to E is claimable for it (see {@link LongPoller#fetch}).
+     */
+    private final AtomicLongArray epochs = new AtomicLongArray(QueueKind.values().length);
     private final LongPollSignals signals;
     private boolean closed;
 
@@ -71,6 +77,7 @@ final class WaiterRegistry {
      * skipping {@code except}. Returns how many were woken.
      */
     int wake(Hint hint, Waiter except) {
+        epochs.incrementAndGet(hint.queue().ordinal());
         int budget = hint.wakes();
         int n = 0;
         lock.lock();
@@ -110,6 +117,18 @@ final class WaiterRegistry {
 
     int size() {
         return size.get();
+    }
+
+    /** The queue's epoch: moves with every hint routed to it. */
+    long epoch(QueueKind queue) {
+        return epochs.get(queue.ordinal());
+    }
+
+    /** Moves every epoch: something may have become claimable unannounced (a listener reconnected). */
+    void touchAll() {
+        for (QueueKind q : QueueKind.values()) {
+            epochs.incrementAndGet(q.ordinal());
+        }
     }
 
     /** Total wakes handed out, for the wakes-per-item measurement. */

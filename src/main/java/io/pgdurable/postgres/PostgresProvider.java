@@ -29,6 +29,7 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -285,7 +286,8 @@ public final class PostgresProvider implements OrchestrationProvider {
             return got;
         };
         return longPoller == null ? claim.get()
-                : longPoller.fetch(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, pollTimeout, op, claim);
+                : longPoller.fetch(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, Arrays.asList(min, max), pollTimeout, op,
+                        claim);
     }
 
     @Override
@@ -564,7 +566,8 @@ public final class PostgresProvider implements OrchestrationProvider {
         WorkerClaim request = WorkerClaim.of(lockMs, session, tagFilter);
         Supplier<Optional<FetchedWorkItem>> claim = () -> claimWorkItem(op, request);
         return longPoller == null ? claim.get()
-                : longPoller.fetch(QueueKind.WORKER, Route.worker(tagFilter, session != null), pollTimeout, op, claim);
+                : longPoller.fetch(QueueKind.WORKER, Route.worker(tagFilter, session != null),
+                        Arrays.asList(tagFilter, session == null ? null : session.ownerId()), pollTimeout, op, claim);
     }
 
     /**

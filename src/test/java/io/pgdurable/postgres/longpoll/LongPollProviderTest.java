@@ -845,6 +845,75 @@ class LongPollProviderTest {
         }
     }
 
+    @Test
+    void a_re_issued_fetch_parks_without_a_claim_until_something_is_announced() {
+        try (LongPollHarness h = LongPollHarness.open("lpskip", NO_FALLBACK)) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            Duration shortPoll = Duration.ofMillis(200);
+            // The first fetch claims and finds nothing; its re-issue (same filter) parks without a claim.
+            long skipped = h.signals.claimsSkipped();
+            assertEquals(Optional.empty(), p.fetchWorkItem(LONG_LOCK, shortPoll, null, TagFilter.any()));
+            assertEquals(skipped, h.signals.claimsSkipped(), "the first fetch claims");
+            assertEquals(Optional.empty(), p.fetchWorkItem(LONG_LOCK, shortPoll, null, TagFilter.any()));
+            assertEquals(skipped + 1, h.signals.claimsSkipped(), "the re-issued fetch skipped its claim");
+            // Another filter is another claim: it asks the database.
+            assertEquals(Optional.empty(), p.fetchWorkItem(LONG_LOCK, shortPoll, null, TagFilter.defaultOnly()));
+            assertEquals(skipped + 1, h.signals.claimsSkipped(), "a new filter claims first");
+
+            // A re-issued fetch that skipped its claim is woken like any parked fetch.
+            BackgroundFetch<FetchedWorkItem> parked = h.parkWorker("re-issued", POLL);
+            assertEquals(skipped + 2, h.signals.claimsSkipped());
+            long t0 = System.nanoTime();
+            p.enqueueForWorker(activity("skip", 1));
+            FetchedWorkItem got = parked.get(GET).orElseThrow(() -> new AssertionError("no wake"));
+            assertTrue(parked.millisSince(t0) < 500, "woken at once: " + parked.millisSince(t0) + " ms");
+            p.ackWorkItem(got.lockToken(), null);
+
+            // Anything announced since the last empty claim means the next fetch claims first: an item enqueued
+            // while nobody waits is fetched at once, without a wake.
+            assertEquals(Optional.empty(), p.fetchWorkItem(LONG_LOCK, shortPoll, null, TagFilter.any()));
+            p.enqueueForWorker(activity("skip", 2));
+            long before = h.signals.claimsSkipped();
+            t0 = System.nanoTime();
+            FetchedWorkItem direct = p.fetchWorkItem(LONG_LOCK, POLL, null, TagFilter.any())
+                    .orElseThrow(() -> new AssertionError("the enqueued item"));
+            assertTrue((System.nanoTime() - t0) / 1_000_000 < 500, "fetched at once");
+            assertEquals(before, h.signals.claimsSkipped());
+            p.ackWorkItem(direct.lockToken(), null);
+        }
+    }
+
+    @Test
+    void an_item_nobody_announced_reaches_a_fetch_that_skipped_its_claim_by_the_fallback_probe() throws SQLException {
+        try (LongPollHarness h = LongPollHarness.open("lpskipprobe",
+                b -> b.fallbackPollInterval(Duration.ofMillis(300)))) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            assertEquals(Optional.empty(), p.fetchWorkItem(LONG_LOCK, Duration.ofMillis(100), null, TagFilter.any()));
+            // A write nobody announces (say, a writer that crashed between its commit and its announcement): the
+            // enqueue function called straight from SQL.
+            WorkItem.ActivityExecute item = activity("unannounced", 1);
+            try (Connection c = TestDatabase.connect();
+                 PreparedStatement ps = c.prepareStatement("SELECT " + io.pgdurable.postgres.Identifiers.quote(h.schema)
+                         + ".enqueue_worker_item(?, ?, ?, 1, 1, NULL, NULL)")) {
+                ps.setString(1, item.toJson());
+                ps.setLong(2, System.currentTimeMillis());
+                ps.setString(3, item.instance());
+                ps.execute();
+            }
+            long skipped = h.signals.claimsSkipped();
+            long t0 = System.nanoTime();
+            FetchedWorkItem got = p.fetchWorkItem(LONG_LOCK, Duration.ofSeconds(10), null, TagFilter.any())
+                    .orElseThrow(() -> new AssertionError("the unannounced item was never fetched"));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertEquals(skipped + 1, h.signals.claimsSkipped(), "the fetch parked without claiming");
+            assertEquals(item, got.item());
+            assertTrue(ms < 2_000, "the fallback probe (300 ms) found it after " + ms + " ms");
+            p.ackWorkItem(got.lockToken(), null);
+        }
+    }
+
     // ------------------------------------------------------------------ helpers
 
     /** The URL with {@code synchronous_commit=off} for its sessions. */

@@ -22,6 +22,7 @@ final class SignalRecorder implements LongPollSignals {
     private final AtomicInteger scansTimedOut = new AtomicInteger();
     private final AtomicLong fallbackPolls = new AtomicLong();
     private final AtomicLong wakes = new AtomicLong();
+    private final AtomicLong claimsSkipped = new AtomicLong();
     private final List<String> notifications = new ArrayList<>();
 
     @Override
@@ -97,6 +98,15 @@ final class SignalRecorder implements LongPollSignals {
 
     long fallbackPolls() {
         return fallbackPolls.get();
+    }
+
+    @Override
+    public void claimSkipped(String queue) {
+        claimsSkipped.incrementAndGet();
+    }
+
+    long claimsSkipped() {
+        return claimsSkipped.get();
     }
 
     long wakes() {
