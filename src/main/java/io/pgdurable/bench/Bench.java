@@ -102,9 +102,13 @@ public final class Bench {
                     Scenario s = scenario(name);
                     progress.line("== %s: %s", name, s.title());
                     double loadBefore = MachineInfo.loadAverage();
+                    long checkpointsBefore = counter.checkpoints();
                     try {
                         results.put(name, s.run(ctx));
-                        load.put(name, new double[] {loadBefore, MachineInfo.loadAverage()});
+                        long checkpointsAfter = counter.checkpoints();
+                        load.put(name, new double[] {loadBefore, MachineInfo.loadAverage(),
+                                checkpointsBefore < 0 || checkpointsAfter < 0 ? Double.NaN
+                                        : checkpointsAfter - checkpointsBefore});
                     } catch (Exception | AssertionError e) {
                         String message = e.getClass().getSimpleName() + ": " + e.getMessage();
                         failures.put(name, message);

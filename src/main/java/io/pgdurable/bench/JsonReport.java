@@ -54,6 +54,9 @@ final class JsonReport {
                 lm.put("start", Num.round(load[0]));
                 lm.put("end", Num.round(load[1]));
                 sm.put("machineLoadAverage", lm);
+                if (load.length > 2 && !Double.isNaN(load[2])) {
+                    sm.put("serverCheckpointsStarted", (long) load[2]);
+                }
             }
             scenarios.put(s.name(), sm);
         }

@@ -97,6 +97,9 @@ final class MarkdownReport {
         if (load != null) {
             md.append("; machine load average ").append(Num.text(load[0])).append(" → ").append(Num.text(load[1]))
                     .append(" (this run included)");
+            if (load.length > 2 && !Double.isNaN(load[2])) {
+                md.append("; server checkpoints started meanwhile: ").append((long) load[2]);
+            }
         }
         md.append(".\n\n");
         md.append("| figure | short | long | long ÷ short |\n|---|---|---|---|\n");

@@ -48,7 +48,8 @@ public final class ServerStatementCounter implements AutoCloseable {
         }
     }
 
-    private static final String OWN = "query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_activity%'";
+    private static final String OWN = "query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_activity%'"
+            + " AND query NOT LIKE '%pg_stat_bgwriter%' AND query NOT LIKE '%pg_stat_checkpointer%'";
     private static final String DB = "dbid = (SELECT oid FROM pg_database WHERE datname = current_database())";
 
     private final Connection connection;
@@ -158,6 +159,28 @@ public final class ServerStatementCounter implements AutoCloseable {
         } catch (SQLException e) {
             throw new IllegalStateException("cannot read the server's statistics: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Checkpoints the server has started so far (timed and requested), or -1 when the view cannot be read. A
+     * checkpoint makes the next change of every page write the whole page to WAL and ends with a flush of the data
+     * files, so commit latency tails during one are the server's, not the client's.
+     */
+    public synchronized long checkpoints() {
+        String[] queries = {
+            "SELECT num_timed + num_requested FROM pg_stat_checkpointer", // PostgreSQL 17 and later
+            "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"
+        };
+        for (String sql : queries) {
+            try (Statement st = connection.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+                reads++;
+                rs.next();
+                return rs.getLong(1);
+            } catch (SQLException e) {
+                reads++; // the failed statement was a transaction too
+            }
+        }
+        return -1;
     }
 
     /** Calls per statement text so far (pg_stat_statements only; empty otherwise). */

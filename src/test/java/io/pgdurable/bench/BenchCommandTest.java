@@ -97,6 +97,8 @@ class BenchCommandTest {
                 });
             }
             assertFalse(((Map<String, Object>) s.get("ratiosLongToShort")).isEmpty(), name + " has no ratios");
+            assertTrue(s.get("serverCheckpointsStarted") instanceof Number n && n.longValue() >= 0,
+                    name + ": no count of the server's checkpoints during it: " + s.get("serverCheckpointsStarted"));
         }
     }
 
