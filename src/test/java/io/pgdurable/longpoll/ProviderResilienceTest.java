@@ -215,7 +215,9 @@ class ProviderResilienceTest {
                     .longPollSignals(rec).listenerUrl(proxy.rewrite(TestDatabase.url()))
                     .heartbeatInterval(Duration.ofSeconds(30)).build());
             assertTrue(rec.listening.tryAcquire(10, TimeUnit.SECONDS));
-            ExecutorService pool = Executors.newFixedThreadPool(2);
+            String prefix = "resilience-close-" + schema + "-";
+            java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+            ExecutorService pool = Executors.newFixedThreadPool(2, r -> new Thread(r, prefix + n.incrementAndGet()));
             try {
                 List<Future<Optional<FetchedWorkItem>>> parked = new ArrayList<>();
                 for (int i = 0; i < 2; i++) {
@@ -225,10 +227,10 @@ class ProviderResilienceTest {
                 // Registered is not yet parked: a fetch registers before its first claim. Wait until both sit in
                 // their wait, so close() meets parked fetches, not claims in flight.
                 long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (parkedFetches() < 2 && System.nanoTime() < until) {
+                while (parkedFetches(prefix) < 2 && System.nanoTime() < until) {
                     Thread.onSpinWait();
                 }
-                assertEquals(2, parkedFetches(), "both fetches parked");
+                assertEquals(2, parkedFetches(prefix), "both fetches parked");
                 proxy.wedge();
                 long start = System.nanoTime();
                 p.close();
@@ -243,10 +245,11 @@ class ProviderResilienceTest {
         }
     }
 
-    /** Threads currently parked in a long-poll wait. */
-    private static long parkedFetches() {
-        return Thread.getAllStackTraces().values().stream()
-                .filter(stack -> java.util.Arrays.stream(stack).anyMatch(
+    /** This test's threads (named {@code prefix…}) currently parked in a long-poll wait; other classes run beside. */
+    private static long parkedFetches(String prefix) {
+        return Thread.getAllStackTraces().entrySet().stream()
+                .filter(e -> e.getKey().getName().startsWith(prefix))
+                .filter(e -> java.util.Arrays.stream(e.getValue()).anyMatch(
                         f -> f.getClassName().equals("io.pgdurable.longpoll.Waiter") && f.getMethodName().equals("await")))
                 .count();
     }
