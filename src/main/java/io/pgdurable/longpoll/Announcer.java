@@ -52,8 +52,10 @@ public final class Announcer implements AutoCloseable {
      * At most one notifying transaction per this interval, even for urgent hints: under load the hints of the
      * writes committed meanwhile share the next one (each notifying transaction is a round trip, a turn on
      * PostgreSQL's notify lock and a delivery to every listener); an announcer that was idle sends at once.
+     * Measured with {@code bench --scenarios notify-overhead} on PostgreSQL 15, enqueue throughput announcing ÷ not:
+     * 0.84–0.89 at 1 or 2 ms (with or without merging due hints), 0.95 at 4 ms with due hints merged.
      */
-    static final long MIN_SEND_INTERVAL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    static final long MIN_SEND_INTERVAL_NANOS = TimeUnit.MILLISECONDS.toNanos(4);
     private static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(60);
     private static final long MAX_BACKOFF_MS = 1000;
 
@@ -175,6 +177,12 @@ public final class Announcer implements AutoCloseable {
         }
     }
 
+    /** Two due hints of one route as one, at the later of their times. */
+    private static Hint mergeDue(Hint a, Hint b) {
+        Hint sum = addCounts(a, b);
+        return new Hint(a.queue(), Math.max(a.atMs(), b.atMs()), sum.count(), a.untagged(), a.tags(), a.sessions(), 0);
+    }
+
     /** Two pending hints of one key as one: items add up; lease ends (count 0) stay one. */
     private static Hint addCounts(Hint a, Hint b) {
         return a.count() == 0 ? a : new Hint(a.queue(), a.atMs(),
@@ -261,10 +269,23 @@ public final class Announcer implements AutoCloseable {
             batch.add(Hint.anything(QueueKind.WORKER, now, Hint.SCAN_CAP).payload(origin));
             overflowed = false;
         }
+        // Hints already due are merged across their times: a receiver wakes for any hint at or before its clock,
+        // and each payload is a delivery that every listening backend and client must handle.
+        long nowMs = clock.millis();
+        Map<Hint, Hint> due = new LinkedHashMap<>();
         var it = pending.values().iterator();
-        while (it.hasNext() && batch.size() < MAX_PER_SEND) {
-            batch.add(it.next().payload(origin));
+        while (it.hasNext() && batch.size() + due.size() < MAX_PER_SEND) {
+            Hint h = it.next();
             it.remove();
+            if (h.atMs() <= nowMs) {
+                due.merge(new Hint(h.queue(), 0, Math.min(1, h.count()), h.untagged(), h.tags(), h.sessions(), 0), h,
+                        Announcer::mergeDue);
+            } else {
+                batch.add(h.payload(origin));
+            }
+        }
+        for (Hint h : due.values()) {
+            batch.add(h.payload(origin));
         }
         urgent = !pending.isEmpty(); // a backlog beyond one send goes out without lingering
         oldestPendingNanos = System.nanoTime();

@@ -38,4 +38,41 @@ class AnnouncerTest {
             announcer.close();
         }
     }
+
+    @Test
+    void due_hints_of_one_route_go_out_as_one_payload_and_future_ones_keep_their_time() throws Exception {
+        java.util.concurrent.CountDownLatch firstSendStarted = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch releaseFirst = new java.util.concurrent.CountDownLatch(1);
+        BlockingQueue<List<String>> sent = new LinkedBlockingQueue<>();
+        Announcer.Sender blockingFirst = payloads -> {
+            sent.add(List.copyOf(payloads));
+            if (firstSendStarted.getCount() > 0) {
+                firstSendStarted.countDown();
+                releaseFirst.await(5, TimeUnit.SECONDS);
+            }
+        };
+        Announcer announcer = new Announcer(null, blockingFirst, null, null, "test", LongPollSignals.NONE,
+                Clock.systemUTC());
+        try {
+            long now = System.currentTimeMillis();
+            announcer.announce(new Hint(QueueKind.WORKER, now, 1, true, java.util.Set.of(), false, 0), now);
+            assertTrue(firstSendStarted.await(5, TimeUnit.SECONDS), "the first send");
+            // While it is out, three due hints of one route (different times) and a future one queue up.
+            announcer.announce(new Hint(QueueKind.WORKER, now - 2, 1, true, java.util.Set.of(), false, 0), now);
+            announcer.announce(new Hint(QueueKind.WORKER, now - 1, 2, true, java.util.Set.of(), false, 0), now);
+            announcer.announce(new Hint(QueueKind.WORKER, now, 3, true, java.util.Set.of(), false, 0), now);
+            announcer.announce(new Hint(QueueKind.WORKER, now + 60_000, 1, true, java.util.Set.of(), false, 0),
+                    now);
+            releaseFirst.countDown();
+            assertEquals(1, sent.poll(5, TimeUnit.SECONDS).size(), "the first batch");
+            List<String> second = sent.poll(5, TimeUnit.SECONDS);
+            assertTrue(second != null, "the queued hints were not sent");
+            assertEquals(2, second.size(), "one payload for the due route, one for the future hint: " + second);
+            assertTrue(second.stream().anyMatch(p -> p.startsWith("w|" + now + "|6|1||0|")), second.toString());
+            assertTrue(second.stream().anyMatch(p -> p.startsWith("w|" + (now + 60_000) + "|1|1||0|")),
+                    second.toString());
+        } finally {
+            announcer.close();
+        }
+    }
 }
