@@ -41,6 +41,7 @@ final class BackgroundFetch<T> {
 
     private void run(Supplier<Optional<T>> fetch) {
         try {
+            startNanos = System.nanoTime(); // the fetch's own clock starts now, not when the thread was asked to start
             Optional<T> r = fetch.get();
             endNanos = System.nanoTime();
             endMillis = System.currentTimeMillis();

@@ -281,7 +281,7 @@ class LongPollProviderTest {
             // Two useless wakes (the instance is locked) put the older fetch into the coalescing cadence; the
             // second lands in its last 100 ms (time is the subject here), so its deadline ends while it pauses.
             for (int k = 2; k <= 3; k++) {
-                long at = k == 2 ? 1_250 : 1_410;
+                long at = k == 2 ? 1_250 : 1_440;
                 LockSupport.parkNanos(older.startNanos() + TimeUnit.MILLISECONDS.toNanos(at) - System.nanoTime());
                 long wakes = h.signals.wakes();
                 p.enqueueForOrchestrator(event("locked", "m" + k), null); // wakes the older fetch: still locked
