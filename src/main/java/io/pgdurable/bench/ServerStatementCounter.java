@@ -172,12 +172,12 @@ public final class ServerStatementCounter implements AutoCloseable {
             "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"
         };
         for (String sql : queries) {
+            reads++; // a transaction on the counted database, answered or failed
             try (Statement st = connection.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-                reads++;
                 rs.next();
                 return rs.getLong(1);
             } catch (SQLException e) {
-                reads++; // the failed statement was a transaction too
+                // not this version's view: try the next
             }
         }
         return -1;

@@ -161,9 +161,7 @@ public final class Announcer implements AutoCloseable {
             long soon = nowMs + 2 * LINGER_MS;
             for (Hint h : hints) {
                 urgent |= h.atMs() <= soon;
-                // Keyed by everything but the count (a lease end, count 0, stays apart from items at the same time).
-                Hint key = new Hint(h.queue(), h.atMs(), Math.min(1, h.count()), h.untagged(), h.tags(),
-                        h.sessions(), 0);
+                Hint key = mergeKey(h, h.atMs());
                 if (pending.size() < MAX_PENDING || pending.containsKey(key)) {
                     pending.merge(key, new Hint(h.queue(), h.atMs(), h.count(), h.untagged(), h.tags(), h.sessions(),
                             0), Announcer::addCounts);
@@ -175,6 +173,14 @@ public final class Announcer implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * What hints merge by: their route and time, and whether they announce items or a lease end (count 0, kept
+     * apart from items at the same time); never their count.
+     */
+    private static Hint mergeKey(Hint h, long atMs) {
+        return new Hint(h.queue(), atMs, Math.min(1, h.count()), h.untagged(), h.tags(), h.sessions(), 0);
     }
 
     /** Two due hints of one route as one, at the later of their times. */
@@ -278,8 +284,7 @@ public final class Announcer implements AutoCloseable {
             Hint h = it.next();
             it.remove();
             if (h.atMs() <= nowMs) {
-                due.merge(new Hint(h.queue(), 0, Math.min(1, h.count()), h.untagged(), h.tags(), h.sessions(), 0), h,
-                        Announcer::mergeDue);
+                due.merge(mergeKey(h, 0), h, Announcer::mergeDue);
             } else {
                 batch.add(h.payload(origin));
             }

@@ -389,11 +389,13 @@ public final class PostgresProvider implements OrchestrationProvider {
     }
 
     /**
-     * Announces messages that became claimable for {@code instance}: while a turn of this provider holds the
-     * instance, this process's wake waits for that turn's end (see {@link TurnsInProgress}); others are told now.
+     * Announces a message for {@code instance}, claimable at {@code visibleAt}: while a turn of this provider holds
+     * the instance, the local wake for a message due now waits for that turn's end (see {@link TurnsInProgress});
+     * others are told now.
      */
-    private void announceMessageFor(String instance, List<Hint> hints, long now) {
-        if (longPoller != null && turns.defer(instance, now)) {
+    private void announceMessageFor(String instance, long visibleAt, long now) {
+        List<Hint> hints = Announcements.orchestratorMessage(visibleAt);
+        if (visibleAt <= now && longPoller != null && turns.defer(instance, now)) {
             announcer.tellOthers(hints, now);
         } else {
             announcer.announce(hints, now);
@@ -425,12 +427,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 return null;
             }
         });
-        List<Hint> hints = Announcements.orchestratorMessage(visible);
-        if (visible <= now) {
-            announceMessageFor(item.instance(), hints, now);
-        } else {
-            announcer.announce(hints, now);
-        }
+        announceMessageFor(item.instance(), visible, now);
     }
 
     // ------------------------------------------------------------------------------------------ history
@@ -641,7 +638,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         if (completion != null) {
-            announceMessageFor(completion.instance(), Announcements.orchestratorMessage(now), now);
+            announceMessageFor(completion.instance(), now, now);
         }
     }
 
