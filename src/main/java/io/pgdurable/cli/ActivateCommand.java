@@ -14,10 +14,13 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code pgdurable activate}: activates long polling on a schema. Schema-wide: every provider on the schema then
- * announces its writes (wake-up notifications) to the others.
+ * announces its writes (wake-up notifications) to the others, and the schema's notify triggers are enabled so
+ * every other writer's commit notifies too.
  */
 @Command(name = "activate", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
-        description = "Enable LISTEN/NOTIFY long polling on a migrated schema (schema-wide; --off disables it).")
+        description = "Enable LISTEN/NOTIFY long polling on a migrated schema: providers announce their writes and "
+                + "the notify triggers wake parked fetches on every other writer's commit (schema-wide; --off "
+                + "disables both).")
 final class ActivateCommand implements Callable<Integer> {
     private static final int POOL_SIZE = 3;
 
@@ -27,8 +30,9 @@ final class ActivateCommand implements Callable<Integer> {
     @Mixin
     DatabaseOptions options;
 
-    @Option(names = "--off", description = "Deactivate instead (long-polling providers then refuse to start under "
-            + "VERIFY_ONLY; providers that do not long-poll stop announcing their writes within 30 s).")
+    @Option(names = "--off", description = "Deactivate instead: the notify triggers are disabled, long-polling "
+            + "providers then refuse to start under VERIFY_ONLY, and providers that do not long-poll stop announcing "
+            + "their writes within 30 s.")
     boolean off;
 
     @Override
@@ -56,7 +60,8 @@ final class ActivateCommand implements Callable<Integer> {
                 migrator.activate();
             }
             out.println("schema " + options.schema + ": long polling " + (migrator.activated() ? "activated"
-                    : "not activated") + " (providers " + (off ? "stop announcing" : "announce") + " their writes)");
+                    : "not activated") + " (providers " + (off ? "stop announcing" : "announce") + " their writes); "
+                    + "notify triggers " + migrator.notifyTriggers().describe());
             out.flush();
             return 0;
         } catch (ProviderException e) {

@@ -72,23 +72,26 @@ final class StatusCommand implements Callable<Integer> {
     }
 
     /** Queue depths, or why there are none: they are read through the provider only on an up-to-date schema. */
-    private record Depths(ProviderAdmin.QueueDepths depths, String unavailable, Boolean activated) {}
+    private record Depths(ProviderAdmin.QueueDepths depths, String unavailable, Boolean activated,
+                          SchemaMigrator.NotifyTriggers triggers) {}
 
     private static Depths depths(SchemaMigrator.Status status, PostgresProviderConfig config) {
         if (!status.ledgerExists()) {
-            return new Depths(null, "schema not migrated", null);
+            return new Depths(null, "schema not migrated", null, null);
         }
         if (!status.upToDate()) {
-            return new Depths(null, "schema not at this tool's version", null);
+            return new Depths(null, "schema not at this tool's version", null, null);
         }
         // VERIFY_ONLY: the provider checks the schema and runs no DDL; it borrows the command's pool.
-        boolean activated = new SchemaMigrator(config.dataSource(), config).activated();
+        SchemaMigrator migrator = new SchemaMigrator(config.dataSource(), config);
+        boolean activated = migrator.activated();
+        SchemaMigrator.NotifyTriggers triggers = migrator.notifyTriggers();
         try (PostgresProvider provider = PostgresProvider.create(config)) {
             Optional<ProviderAdmin> admin = provider.asManagementCapability();
             if (admin.isEmpty()) {
-                return new Depths(null, "the provider offers no management capability", activated);
+                return new Depths(null, "the provider offers no management capability", activated, triggers);
             }
-            return new Depths(admin.get().getQueueDepths(), null, activated);
+            return new Depths(admin.get().getQueueDepths(), null, activated, triggers);
         }
     }
 
@@ -124,6 +127,10 @@ final class StatusCommand implements Callable<Integer> {
             out.println("long polling: " + (d.activated() ? "activated (providers announce their writes)"
                     : "not activated (run `activate` to enable LISTEN/NOTIFY long polling)"));
         }
+        if (d.triggers() != null) {
+            out.println("notify triggers: " + d.triggers().describe()
+                    + (d.triggers().allEnabled() ? " (every other writer's commit wakes parked fetches)" : ""));
+        }
         if (d.depths() != null) {
             out.println("queue depths: orchestrator " + d.depths().orchestratorQueue() + ", worker "
                     + d.depths().workerQueue());
@@ -146,6 +153,14 @@ final class StatusCommand implements Callable<Integer> {
         m.put("unknownApplied", s.unknownApplied());
         m.put("failed", s.failed());
         m.put("longPollingActivated", d.activated());
+        if (d.triggers() != null) {
+            Map<String, Object> triggers = new LinkedHashMap<>();
+            triggers.put("enabled", d.triggers().enabled());
+            triggers.put("total", d.triggers().total());
+            m.put("notifyTriggers", triggers);
+        } else {
+            m.put("notifyTriggers", null);
+        }
         if (d.depths() != null) {
             Map<String, Object> depths = new LinkedHashMap<>();
             depths.put("orchestrator", d.depths().orchestratorQueue());

@@ -27,6 +27,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The price: a process that dies between its commit and the announcement leaves the hint unsent; other
  * processes then find the work with their one-second fallback probe. Announcements are advice, never the record.
+ * A provider that cannot accept that window (transactionalNotify) has no sender: the schema's notify triggers tell
+ * the other processes from inside its transactions, and this class only wakes its own waiters.
  */
 public final class Announcer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Announcer.class);
@@ -59,7 +61,7 @@ public final class Announcer implements AutoCloseable {
     private static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(60);
     private static final long MAX_BACKOFF_MS = 1000;
 
-    private final String origin = UUID.randomUUID().toString().substring(0, 8);
+    private final String origin;
     private final Clock clock;
     private final LongPoller local;
     private final Sender sender;
@@ -88,29 +90,52 @@ public final class Announcer implements AutoCloseable {
     private long lastWarnNanos = System.nanoTime() - WARN_INTERVAL_NANOS;
     private int suppressedFailures;
 
+    /** A fresh origin: eight lowercase hexadecimal digits naming one announcer in its payloads. */
+    public static String newOrigin() {
+        return UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /** An announcer with an origin of its own; see the full constructor. */
+    public Announcer(LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck, String channel,
+                     LongPollSignals signals, Clock clock) {
+        this(newOrigin(), local, sender, activated, recheck, channel, signals, clock);
+    }
+
     /**
+     * @param origin    names this announcer in its payloads (and in the triggers' payloads of its provider's
+     *                  transactional writes), so its own listener ignores their echo
      * @param local     this process's long poller, or null (a short-polling provider announces for others only)
-     * @param sender    the provider's NOTIFY statement
+     * @param sender    the provider's NOTIFY statement; null when the schema's triggers tell other processes
      * @param activated whether the schema is activated (hints go to other processes only then), re-read at most
      *                  every {@code recheck} while it says no; null: always send (a long-polling provider, which
      *                  only starts on an activated schema)
      */
-    public Announcer(LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck, String channel,
-                     LongPollSignals signals, Clock clock) {
+    public Announcer(String origin, LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck,
+                     String channel, LongPollSignals signals, Clock clock) {
+        this.origin = origin;
         this.clock = clock;
         this.local = local;
         this.sender = sender;
         this.activated = activated;
         this.recheckNanos = recheck == null ? Long.MAX_VALUE : recheck.toNanos();
         this.signals = signals == null ? LongPollSignals.NONE : signals;
-        this.remote = activated == null || activated.getAsBoolean();
+        this.remote = sender != null && (activated == null || activated.getAsBoolean());
         this.checkedAtNanos = System.nanoTime();
         if (local != null) {
             local.ignoreOrigin(origin);
         }
+        if (sender == null) {
+            thread = null;
+            return;
+        }
         thread = new Thread(this::run, "pgdurable-announcer-" + channel);
         thread.setDaemon(true);
         thread.start();
+    }
+
+    /** The origin this announcer's payloads carry. */
+    public String origin() {
+        return origin;
     }
 
     /**
@@ -138,7 +163,7 @@ public final class Announcer implements AutoCloseable {
             return;
         }
         if (!remote) {
-            if (activated != null && System.nanoTime() - checkedAtNanos >= recheckNanos) {
+            if (sender != null && activated != null && System.nanoTime() - checkedAtNanos >= recheckNanos) {
                 checkedAtNanos = System.nanoTime();
                 lock.lock();
                 try {
@@ -346,6 +371,9 @@ public final class Announcer implements AutoCloseable {
             pendingOrClosed.signalAll();
         } finally {
             lock.unlock();
+        }
+        if (thread == null) {
+            return;
         }
         try {
             thread.join(1000);

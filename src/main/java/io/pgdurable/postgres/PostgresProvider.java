@@ -62,6 +62,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * {@link SqlRunner}.
  */
 public final class PostgresProvider implements OrchestrationProvider {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(PostgresProvider.class);
     private static final String VERSION = "0.1.0";
 
     private final PostgresProviderConfig config;
@@ -86,7 +87,8 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.config = config;
         this.clock = config.clock();
         this.payloads = new Payloads(config.maxPayloadBytes());
-        this.sql = new Statements(config.schema());
+        String origin = Announcer.newOrigin();
+        this.sql = new Statements(config.schema(), origin, config.transactionalNotify());
         this.admin = new PostgresAdmin(this, sql, clock);
         DataSource dataSource;
         if (config.dataSource() != null) {
@@ -103,7 +105,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             SchemaMigrator migrator = new SchemaMigrator(migrationSource(config), config);
             if (config.migrationPolicy() == MigrationPolicy.APPLY_ALL) {
                 migrator.applyAll();
-                if (config.longPolling() && !migrator.activated()) {
+                if (config.longPolling() && !migrator.fullyActivated()) {
                     migrator.activate();
                 }
             } else {
@@ -112,6 +114,14 @@ public final class PostgresProvider implements OrchestrationProvider {
                     throw ProviderException.permanent("verify", "long polling is on but schema '" + config.schema()
                             + "' was never activated and VERIFY_ONLY changes nothing; run `pgdurable activate` or "
                             + "start one provider with APPLY_ALL and long polling");
+                }
+                if (config.longPolling()) {
+                    SchemaMigrator.NotifyTriggers triggers = migrator.notifyTriggers();
+                    if (!triggers.allEnabled()) {
+                        LOG.warn("pgdurable: schema {} is activated but its notify triggers are {}; writes by other "
+                                + "than pgdurable providers reach parked fetches through the fallback probe only "
+                                + "until `pgdurable activate` runs again", config.schema(), triggers.describe());
+                    }
                 }
             }
             String channel = NotifyChannel.forSchema(config.schema());
@@ -123,7 +133,10 @@ public final class PostgresProvider implements OrchestrationProvider {
                         channel, config.longPollSignals());
                 poller.start();
             }
-            announcing = new Announcer(poller, announcements -> sendAnnouncements(dataSource, channel, announcements),
+            // With transactionalNotify the schema's triggers tell other processes from inside each transaction.
+            Announcer.Sender sender = config.transactionalNotify() ? null
+                    : announcements -> sendAnnouncements(dataSource, channel, announcements);
+            announcing = new Announcer(origin, poller, sender,
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
                     SchemaMigrator.ACTIVATION_RECHECK,
                     channel, config.longPollSignals(), clock);

@@ -41,6 +41,7 @@ public final class PostgresProviderConfig {
     private final Duration migrationLockTimeout;
     private final Duration migrationLockBudget;
     private final boolean longPolling;
+    private final boolean transactionalNotify;
     private final String listenerUrl;
     private final ListenerDriver listenerDriver;
     private final Duration fallbackPollInterval;
@@ -81,6 +82,7 @@ public final class PostgresProviderConfig {
         this.migrationLockTimeout = b.migrationLockTimeout;
         this.migrationLockBudget = b.migrationLockBudget;
         this.longPolling = b.longPolling;
+        this.transactionalNotify = b.transactionalNotify;
         this.listenerUrl = b.listenerUrl;
         this.listenerDriver = b.listenerDriver;
         this.fallbackPollInterval = b.fallbackPollInterval;
@@ -120,6 +122,7 @@ public final class PostgresProviderConfig {
         b.migrationLockTimeout = migrationLockTimeout;
         b.migrationLockBudget = migrationLockBudget;
         b.longPolling = longPolling;
+        b.transactionalNotify = transactionalNotify;
         b.listenerUrl = listenerUrl;
         b.listenerDriver = listenerDriver;
         b.fallbackPollInterval = fallbackPollInterval;
@@ -190,6 +193,11 @@ public final class PostgresProviderConfig {
 
     public boolean longPolling() {
         return longPolling;
+    }
+
+    /** Whether this provider's writes notify from inside their own transactions (the schema's triggers). */
+    public boolean transactionalNotify() {
+        return transactionalNotify;
     }
 
     /** The URL of the listener's direct connection: {@code listenerUrl} when set, else {@code jdbcUrl}. */
@@ -275,6 +283,7 @@ public final class PostgresProviderConfig {
                 + ", schema=" + schema + ", poolSize=" + poolSize + ", migrationPolicy=" + migrationPolicy
                 + ", maxPayloadBytes=" + maxPayloadBytes
                 + (ackBatchSize > 1 ? ", ackBatchSize=" + ackBatchSize : "") + ", longPolling=" + longPolling
+                + (transactionalNotify ? ", transactionalNotify=true" : "")
                 + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
                         + redactUrl(listenerUrl) : "") : "") + "}";
     }
@@ -299,6 +308,7 @@ public final class PostgresProviderConfig {
         private Duration migrationLockTimeout = Duration.ofMillis(250);
         private Duration migrationLockBudget = Duration.ofSeconds(10);
         private boolean longPolling;
+        private boolean transactionalNotify;
         private String listenerUrl;
         private ListenerDriver listenerDriver = ListenerDriver.PGJDBC_NG;
         private Duration fallbackPollInterval = Duration.ofSeconds(1);
@@ -396,6 +406,19 @@ public final class PostgresProviderConfig {
          */
         public Builder longPolling(boolean enabled) {
             this.longPolling = enabled;
+            return this;
+        }
+
+        /**
+         * Whether this provider's own writes notify other processes from inside their transactions, through the
+         * schema's notify triggers, instead of by announcements sent after the commit (the default, false). On: a
+         * process that dies right after a commit has still told everyone (no crash window), but every notifying
+         * commit of the database then waits for the previous one's disk flush (no group commit): measured with
+         * {@code bench --scenarios notify-overhead}, see docs/long-polling.md. Its own waiters are woken at once
+         * either way. Takes effect only on an activated schema, like every notification.
+         */
+        public Builder transactionalNotify(boolean enabled) {
+            this.transactionalNotify = enabled;
             return this;
         }
 

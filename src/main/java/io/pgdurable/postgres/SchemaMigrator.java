@@ -79,13 +79,17 @@ public final class SchemaMigrator {
 
     /**
      * Activates long polling schema-wide: every provider of the schema announces its committed writes to the
-     * others by NOTIFY (providers started earlier pick this up within {@link #ACTIVATION_RECHECK}).
+     * others by NOTIFY (providers started earlier pick this up within {@link #ACTIVATION_RECHECK}), and the
+     * schema's notify triggers are enabled, so every other writer's commit notifies too.
      */
     public void activate() {
         setLongPolling(true);
     }
 
-    /** Stops the announcements of every provider of the schema (long pollers then rely on their fallback probe). */
+    /**
+     * Stops the announcements of every provider of the schema and disables the notify triggers (long pollers then
+     * rely on their fallback probe).
+     */
     public void deactivate() {
         setLongPolling(false);
     }
@@ -93,15 +97,67 @@ public final class SchemaMigrator {
     /** How often a provider that does not long-poll re-reads the activation setting. */
     public static final java.time.Duration ACTIVATION_RECHECK = java.time.Duration.ofSeconds(30);
 
+    /** How many of the schema's notify triggers (migration V8) are enabled, of how many. */
+    public record NotifyTriggers(int enabled, int total) {
+        public boolean allEnabled() {
+            return total > 0 && enabled == total;
+        }
+
+        public String describe() {
+            return enabled == 0 ? "disabled (0/" + total + ")" : enabled == total ? "enabled (" + total + "/" + total
+                    + ")" : "partly enabled (" + enabled + "/" + total + "): run `activate` or `activate --off`";
+        }
+    }
+
+    /**
+     * The activation setting and the notify triggers, changed in one transaction under the schema's migration lock.
+     * Enabling a trigger is DDL that waits for the table's running writes and holds new ones back meanwhile, so each
+     * attempt gives up after {@code migrationLockTimeout} and retries within {@code migrationLockBudget}, as
+     * migrations do: writers are held back at most that long.
+     */
     private void setLongPolling(boolean enabled) {
-        try (Connection c = dataSource.getConnection();
+        String op = enabled ? "activate" : "deactivate";
+        Connection c = acquireLockConnection();
+        boolean released = false;
+        try {
+            long deadline = System.nanoTime() + config.migrationLockBudget().toNanos();
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    setLongPollingOnce(c, enabled);
+                    break;
+                } catch (SQLException e) {
+                    if (!"55P03".equals(e.getSQLState()) || System.nanoTime() > deadline) {
+                        throw SqlErrors.translate(op, e);
+                    }
+                    TimeUnit.MILLISECONDS.sleep(ThreadLocalRandom.current().nextLong(10, 60));
+                }
+            }
+            LOG.info("pgdurable: long polling of schema {} {}", schema, enabled ? "activated" : "deactivated");
+            released = unlock(c);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw ProviderException.retryable(op, "interrupted while waiting for the tables' locks");
+        } finally {
+            finish(c, released);
+        }
+    }
+
+    private void setLongPollingOnce(Connection c, boolean enabled) throws SQLException {
+        boolean autoCommit = c.getAutoCommit();
+        c.setAutoCommit(false);
+        try (PreparedStatement timeout = c.prepareStatement("SELECT set_config('lock_timeout', ?, true)");
              PreparedStatement ps = c.prepareStatement(
                      "SELECT " + Identifiers.quote(schema) + ".set_long_polling(?)")) {
+            timeout.setString(1, config.migrationLockTimeout().toMillis() + "ms");
+            timeout.execute();
             ps.setBoolean(1, enabled);
             ps.execute();
-            LOG.info("pgdurable: long polling of schema {} {}", schema, enabled ? "activated" : "deactivated");
+            c.commit();
         } catch (SQLException e) {
-            throw SqlErrors.translate(enabled ? "activate" : "deactivate", e);
+            c.rollback();
+            throw e;
+        } finally {
+            c.setAutoCommit(autoCommit);
         }
     }
 
@@ -116,6 +172,24 @@ public final class SchemaMigrator {
         } catch (SQLException e) {
             throw SqlErrors.translate("status", e);
         }
+    }
+
+    /** The state of the schema's notify triggers. Reads only. */
+    public NotifyTriggers notifyTriggers() {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement(
+                     "SELECT enabled, total FROM " + Identifiers.quote(schema) + ".notify_trigger_state()");
+             ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return new NotifyTriggers(rs.getInt(1), rs.getInt(2));
+        } catch (SQLException e) {
+            throw SqlErrors.translate("status", e);
+        }
+    }
+
+    /** Activated, with every notify trigger enabled: what activation leaves behind. Reads only. */
+    public boolean fullyActivated() {
+        return activated() && notifyTriggers().allEnabled();
     }
 
     /** Fails with a permanent error unless the schema is exactly at this library's version. Runs no DDL. */

@@ -3,7 +3,14 @@ package io.pgdurable.postgres;
 /**
  * Every SQL statement the provider sends, in one place. Each calls one function of the schema (see
  * {@code migrations/}), so an operation is one round trip and one transaction. The schema name is the only text
- * spliced in, validated and quoted; every value is a bind parameter.
+ * spliced in, validated and quoted; every value is a bind parameter, except the provider's own origin (generated
+ * here, hexadecimal, checked) in the write mark.
+ *
+ * <p>Every statement that writes a queue table passes its time argument through {@code provider_write(now, origin,
+ * announced)}, which marks the transaction for the schema's notify triggers (migration V8) before the function
+ * body runs: announced writes are skipped by the triggers (the provider announces them after the commit); with
+ * {@code transactionalNotify} the triggers notify from inside the transaction and name the origin, so the writing
+ * provider ignores the echo of what it already routed to its own waiters.
  */
 final class Statements {
     final String fetchOrchestrationItem;
@@ -47,19 +54,33 @@ final class Statements {
     final String setLocalScanTimeouts = "SELECT set_config('lock_timeout', ?, true), "
             + "set_config('statement_timeout', ?, true)";
 
+    /** Statements of a provider whose writes are announced after commit and skipped by the notify triggers. */
     Statements(String schema) {
+        this(schema, null, false);
+    }
+
+    /**
+     * @param origin              the announcer's origin, named in trigger payloads of transactional writes
+     * @param transactionalNotify the notify triggers fire for this provider's writes too
+     */
+    Statements(String schema, String origin, boolean transactionalNotify) {
         String s = Identifiers.quote(schema) + ".";
-        fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(?, ?, ?, ?, ?)";
-        ackOrchestrationItem = "SELECT " + s + "ack_orchestration_turn(" + params(31) + ")";
-        abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(?, ?, ?, ?)";
-        renewOrchestrationItemLock = "SELECT " + s + "renew_orchestration_item_lock(?, ?, ?)";
-        enqueueOrchestratorItem = "SELECT " + s + "enqueue_orchestrator_item(?, ?, ?, ?, ?)";
-        enqueueWorkerItem = "SELECT " + s + "enqueue_worker_item(?, ?, ?, ?, ?, ?, ?)";
-        fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(?, ?, ?, ?, ?, ?, ?)";
-        ackWorkItem = "SELECT " + s + "ack_work_item(?, ?, ?, ?, ?)";
-        renewWorkItemLock = "SELECT " + s + "renew_work_item_lock(?, ?, ?)";
-        abandonWorkItem = "SELECT " + s + "abandon_work_item(?, ?, ?, ?)";
-        renewSessionLocks = "SELECT " + s + "renew_session_locks(?, ?, ?, ?)";
+        if (origin != null && !origin.matches("[0-9a-f]{1,32}")) {
+            throw new IllegalArgumentException("origin must be lowercase hexadecimal, was '" + origin + "'");
+        }
+        String mark = s + "provider_write(?, " + (transactionalNotify && origin != null ? "'" + origin + "'" : "NULL")
+                + ", " + !transactionalNotify + ")";
+        fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(" + marked(5, 1, mark) + ")";
+        ackOrchestrationItem = "SELECT " + s + "ack_orchestration_turn(" + marked(31, 2, mark) + ")";
+        abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(" + marked(4, 2, mark) + ")";
+        renewOrchestrationItemLock = "SELECT " + s + "renew_orchestration_item_lock(" + marked(3, 2, mark) + ")";
+        enqueueOrchestratorItem = "SELECT " + s + "enqueue_orchestrator_item(" + marked(5, 5, mark) + ")";
+        enqueueWorkerItem = "SELECT " + s + "enqueue_worker_item(" + marked(7, 2, mark) + ")";
+        fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(" + marked(7, 1, mark) + ")";
+        ackWorkItem = "SELECT " + s + "ack_work_item(" + marked(5, 2, mark) + ")";
+        renewWorkItemLock = "SELECT " + s + "renew_work_item_lock(" + marked(3, 2, mark) + ")";
+        abandonWorkItem = "SELECT " + s + "abandon_work_item(" + marked(4, 2, mark) + ")";
+        renewSessionLocks = "SELECT " + s + "renew_session_locks(" + marked(4, 2, mark) + ")";
         cleanupOrphanedSessions = "SELECT " + s + "cleanup_orphaned_sessions(?)";
         readHistory = "SELECT * FROM " + s + "read_history(?, ?)";
         appendHistory = "SELECT " + s + "append_history(?, ?, ?, ?, ?, ?)";
@@ -78,18 +99,19 @@ final class Statements {
         selectDeletableRoots = "SELECT * FROM " + s + "select_deletable_roots(?, ?, ?)";
         selectPrunableInstances = "SELECT * FROM " + s + "select_prunable_instances(?, ?, ?)";
         pruneExecutions = "SELECT * FROM " + s + "prune_executions(?, ?, ?)";
-        fetchWorkItems = "SELECT * FROM " + s + "fetch_work_items(" + params(10) + ")";
-        ackWorkItems = "SELECT * FROM " + s + "ack_work_items(?, ?, ?, ?, ?)";
-        enqueueWorkerItems = "SELECT " + s + "enqueue_worker_items(?, ?, ?, ?, ?, ?, ?)";
-        enqueueOrchestratorItems = "SELECT " + s + "enqueue_orchestrator_items(?, ?, ?, ?, ?)";
+        fetchWorkItems = "SELECT * FROM " + s + "fetch_work_items(" + marked(10, 1, mark) + ")";
+        ackWorkItems = "SELECT * FROM " + s + "ack_work_items(" + marked(5, 2, mark) + ")";
+        enqueueWorkerItems = "SELECT " + s + "enqueue_worker_items(" + marked(7, 2, mark) + ")";
+        enqueueOrchestratorItems = "SELECT " + s + "enqueue_orchestrator_items(" + marked(5, 5, mark) + ")";
         claimableNow = "SELECT * FROM " + s + "claimable_now(?)";
         nextDeadlines = "SELECT * FROM " + s + "next_deadlines(?, ?)";
     }
 
-    private static String params(int n) {
+    /** {@code n} parameters, the one at {@code position} (1-based, the time) passed through the write mark. */
+    private static String marked(int n, int position, String mark) {
         StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < n; i++) {
-            sb.append(i == 0 ? "?" : ", ?");
+        for (int i = 1; i <= n; i++) {
+            sb.append(i == 1 ? "" : ", ").append(i == position ? mark : "?");
         }
         return sb.toString();
     }

@@ -1,0 +1,349 @@
+package io.pgdurable.postgres.longpoll;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pgdurable.longpoll.Hint;
+import io.pgdurable.longpoll.LongPollSignals;
+import io.pgdurable.longpoll.NotifyChannel;
+import io.pgdurable.postgres.Identifiers;
+import io.pgdurable.postgres.MigrationPolicy;
+import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.SchemaMigrator;
+import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.Events;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.SessionFetchConfig;
+import io.pgdurable.spi.TagFilter;
+import io.pgdurable.spi.WorkBatch;
+import io.pgdurable.spi.WorkItem;
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
+import org.flywaydb.core.Flyway;
+import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/**
+ * The schema's notify triggers (migration V8): installed disabled, switched by activation, skipped for a provider's
+ * announced writes, firing inside every other writer's transaction, and inside a provider's own transactions with
+ * {@code transactionalNotify}. A raw LISTEN connection plays the other process where payloads are counted.
+ */
+class NotifyTriggersTest {
+    private static final Duration LOCK = Duration.ofSeconds(30);
+    /** Long enough that neither the fallback probe nor a recovery scan can be what woke a fetch in these tests. */
+    private static final UnaryOperator<PostgresProviderConfig.Builder> NO_PROBE = b -> b
+            .fallbackPollInterval(Duration.ofSeconds(60)).recoveryScanInterval(Duration.ofSeconds(60));
+
+    private static SchemaMigrator migrator(PostgresProviderConfig config) {
+        PGSimpleDataSource ds = new PGSimpleDataSource();
+        ds.setURL(TestDatabase.url());
+        return new SchemaMigrator(ds, config);
+    }
+
+    @Test
+    void migrate_installs_the_triggers_disabled_and_activation_switches_them() {
+        String schema = TestDatabase.newSchemaName("trg_switch");
+        PostgresProviderConfig config = TestDatabase.config(schema).build();
+        try (PostgresProvider ignored = PostgresProvider.create(config)) {
+            SchemaMigrator m = migrator(config);
+            assertEquals(new SchemaMigrator.NotifyTriggers(0, 9), m.notifyTriggers());
+            assertFalse(m.activated());
+
+            m.activate();
+            assertEquals(new SchemaMigrator.NotifyTriggers(9, 9), m.notifyTriggers());
+            assertTrue(m.activated() && m.fullyActivated());
+            m.activate(); // idempotent
+            assertEquals(new SchemaMigrator.NotifyTriggers(9, 9), m.notifyTriggers());
+
+            m.deactivate();
+            assertEquals(new SchemaMigrator.NotifyTriggers(0, 9), m.notifyTriggers());
+            assertFalse(m.activated());
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
+    void a_long_polling_apply_all_provider_activates_and_verify_only_changes_nothing() throws SQLException {
+        String schema = TestDatabase.newSchemaName("trg_policy");
+        PostgresProviderConfig config = TestDatabase.config(schema).longPolling(true).build();
+        try {
+            try (PostgresProvider ignored = PostgresProvider.create(config)) {
+                assertEquals(new SchemaMigrator.NotifyTriggers(9, 9), migrator(config).notifyTriggers());
+            }
+            // Activated, but someone disabled the triggers by hand: VERIFY_ONLY starts (with a warning) and runs no DDL.
+            sql("SELECT " + Identifiers.quote(schema) + ".set_notify_triggers(false)");
+            try (PostgresProvider ignored = PostgresProvider.create(config.toBuilder()
+                    .migrationPolicy(MigrationPolicy.VERIFY_ONLY).build())) {
+                assertEquals(new SchemaMigrator.NotifyTriggers(0, 9), migrator(config).notifyTriggers());
+            }
+            // APPLY_ALL with long polling mends it.
+            try (PostgresProvider ignored = PostgresProvider.create(config)) {
+                assertEquals(new SchemaMigrator.NotifyTriggers(9, 9), migrator(config).notifyTriggers());
+            }
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
+    void a_schema_at_v7_migrates_forward_with_its_activation_carried_over() {
+        String activated = TestDatabase.newSchemaName("trg_v7_on");
+        String plain = TestDatabase.newSchemaName("trg_v7_off");
+        try {
+            migrateTo7(activated);
+            migrateTo7(plain);
+            sql("SELECT " + Identifiers.quote(activated) + ".set_long_polling(true)"); // V7's activation: a setting
+            for (String schema : List.of(activated, plain)) {
+                PostgresProviderConfig config = TestDatabase.config(schema).build();
+                try (PostgresProvider ignored = PostgresProvider.create(config)) {
+                    SchemaMigrator m = migrator(config);
+                    assertTrue(m.status().upToDate());
+                    boolean on = schema.equals(activated);
+                    assertEquals(on, m.activated(), schema);
+                    assertEquals(new SchemaMigrator.NotifyTriggers(on ? 9 : 0, 9), m.notifyTriggers(), schema);
+                }
+            }
+        } catch (SQLException e) {
+            throw new AssertionError(e);
+        } finally {
+            TestDatabase.dropSchema(activated);
+            TestDatabase.dropSchema(plain);
+        }
+    }
+
+    private static void migrateTo7(String schema) {
+        Flyway.configure(NotifyTriggersTest.class.getClassLoader())
+                .dataSource(TestDatabase.url(), null, null)
+                .schemas(schema).defaultSchema(schema).createSchemas(true)
+                .table("pgdurable_schema_history")
+                .locations("classpath:io/pgdurable/migrations")
+                .placeholders(Map.of("schema", Identifiers.quote(schema), "schema_name", schema,
+                        "channel", NotifyChannel.forSchema(schema)))
+                .target("7")
+                .load().migrate();
+    }
+
+    @Test
+    void a_plain_sql_enqueue_wakes_a_parked_fetch_by_notification() throws Exception {
+        try (LongPollHarness h = LongPollHarness.open("trg_plain", NO_PROBE)) {
+            String s = Identifiers.quote(h.schema);
+            int seen = h.signals.notificationCount();
+            BackgroundFetch<FetchedWorkItem> worker = h.parkWorker("worker", Duration.ofSeconds(30));
+            try (Connection c = TestDatabase.connect();
+                 PreparedStatement ps = c.prepareStatement("SELECT " + s
+                         + ".enqueue_worker_item(?, ?, 'plain', 1, 7, NULL, NULL)")) {
+                ps.setString(1, new WorkItem.ActivityExecute("plain", 1, 7, "A", "{}").toJson());
+                ps.setLong(2, System.currentTimeMillis());
+                ps.execute();
+            }
+            long committed = System.nanoTime();
+            Optional<FetchedWorkItem> got = worker.get(Duration.ofSeconds(10));
+            assertTrue(got.isPresent(), "woken and claimed: " + h.signals);
+            assertEquals(7, ((WorkItem.ActivityExecute) got.get().item()).id());
+            assertTrue(worker.endNanos() - committed < TimeUnit.SECONDS.toNanos(5),
+                    "found long before any probe: " + worker.describe());
+            assertEquals(0, h.signals.fallbackPolls(), "the fallback probe never ran");
+            List<String> payloads = h.signals.notificationsSince(seen);
+            assertTrue(payloads.stream().anyMatch(p -> p.startsWith("w|") && Hint.origin(p) == null),
+                    "the trigger's notification (no origin) woke it: " + payloads);
+
+            seen = h.signals.notificationCount();
+            BackgroundFetch<FetchedOrchestration> orchestrator = h.parkOrchestrator("orch", Duration.ofSeconds(30));
+            try (Connection c = TestDatabase.connect();
+                 PreparedStatement ps = c.prepareStatement("SELECT " + s
+                         + ".enqueue_orchestrator_item('plain-o', 'StartOrchestration', ?, ?, ?)")) {
+                long now = System.currentTimeMillis();
+                ps.setString(1, LongPollHarness.start("plain-o").toJson());
+                ps.setLong(2, now);
+                ps.setLong(3, now);
+                ps.execute();
+            }
+            Optional<FetchedOrchestration> turn = orchestrator.get(Duration.ofSeconds(10));
+            assertTrue(turn.isPresent(), "woken and claimed: " + h.signals);
+            assertEquals("plain-o", turn.get().item().instance());
+            assertEquals(0, h.signals.fallbackPolls(), "the fallback probe never ran");
+            assertTrue(h.signals.notificationsSince(seen).stream()
+                    .anyMatch(p -> p.startsWith("o|") && Hint.origin(p) == null), h.signals.notificationsSince(seen)
+                    .toString());
+        }
+    }
+
+    /** Everything a provider writes, once each: enqueues, claims, renewals, abandons, acks, batches, sessions. */
+    private static void exerciseEveryWrite(PostgresProvider p) {
+        p.enqueueForOrchestrator(new WorkItem.StartOrchestration("ev", "O", "{}", "1.0.0"), null);
+        FetchedOrchestration turn = p.fetchOrchestrationItem(LOCK, Duration.ZERO, null).orElseThrow();
+        p.renewOrchestrationItemLock(turn.lockToken(), LOCK);
+        p.enqueueForOrchestrator(new WorkItem.ExternalRaised("ev", "during", "{}"), null);
+        p.ackOrchestrationItem(turn.lockToken(), 1, List.of(Events.orchestrationStarted(1, "O", "1.0.0", "{}")),
+                List.of(new WorkItem.ActivityExecute("ev", 1, 2, "A", "{}", "s1", null),
+                        new WorkItem.ActivityExecute("ev", 1, 3, "A", "{}", null, "gpu")),
+                List.of(new WorkItem.TimerFired("ev", 1, 4, System.currentTimeMillis() + 60_000),
+                        new WorkItem.ExternalRaised("other", "hello", "{}")),
+                ExecutionMetadata.of("O", "1.0.0"), List.of());
+        FetchedWorkItem session = p.fetchWorkItem(LOCK, Duration.ZERO, new SessionFetchConfig("owner", LOCK),
+                TagFilter.defaultOnly()).orElseThrow();
+        p.renewWorkItemLock(session.lockToken(), LOCK);
+        p.renewSessionLock(List.of("owner"), LOCK, LOCK);
+        p.abandonWorkItem(session.lockToken(), null, false);
+        session = p.fetchWorkItem(LOCK, Duration.ZERO, new SessionFetchConfig("owner", LOCK),
+                TagFilter.defaultOnly()).orElseThrow();
+        p.ackWorkItem(session.lockToken(), new WorkItem.ActivityCompleted("ev", 1, 2, "\"ok\""));
+        FetchedOrchestration next = p.fetchOrchestrationItem(LOCK, Duration.ZERO, null).orElseThrow();
+        p.abandonOrchestrationItem(next.lockToken(), Duration.ofMillis(50), false);
+        p.enqueueAllForWorker(List.of(new WorkItem.ActivityExecute("ev", 1, 10, "A", "{}"),
+                new WorkItem.ActivityExecute("ev", 1, 11, "A", "{}")));
+        List<FetchedWorkItem> batch = p.fetchWorkItems(LOCK, new WorkBatch(10, 1, Duration.ZERO), null,
+                TagFilter.any());
+        assertFalse(batch.isEmpty());
+        for (FetchedWorkItem w : batch) {
+            p.ackWorkItem(w.lockToken(), null);
+        }
+    }
+
+    @Test
+    void a_providers_own_writes_send_no_trigger_notification_by_default() throws SQLException {
+        try (LongPollHarness h = LongPollHarness.open("trg_own");
+             Connection listener = listen(h.schema)) {
+            exerciseEveryWrite(h.provider);
+            List<String> payloads = drain(listener, 1);
+            assertFalse(payloads.isEmpty(), "the announcer told the others");
+            for (String p : payloads) {
+                assertNotNull(Hint.origin(p), "only announcements (with an origin), no trigger payload: " + payloads);
+            }
+
+            // Control: the triggers are on, and fire for a writer that is not a provider.
+            try (Connection c = TestDatabase.connect(); Statement st = c.createStatement()) {
+                st.execute("SELECT " + Identifiers.quote(h.schema) + ".enqueue_orchestrator_item('x', "
+                        + "'ExternalRaised', '{}', 0, 0)");
+            }
+            List<String> plain = drain(listener, 1);
+            assertEquals(List.of("o|0|1"), plain, "one NOTIFY, no origin, from the plain writer's transaction");
+        }
+    }
+
+    @Test
+    void transactional_writes_notify_from_inside_their_transactions_naming_their_origin() throws SQLException {
+        AtomicInteger announcerSends = new AtomicInteger();
+        LongPollSignals countingSends = new LongPollSignals() {
+            @Override
+            public void announced(int payloads) {
+                announcerSends.incrementAndGet();
+            }
+        };
+        String schema = TestDatabase.newSchemaName("trg_tx");
+        PostgresProviderConfig config = TestDatabase.config(schema).transactionalNotify(true)
+                .longPollSignals(countingSends).build();
+        try (PostgresProvider ignored = PostgresProvider.create(config.toBuilder().longPolling(true).build())) {
+            // the schema is activated (APPLY_ALL + long polling); now the transactional short-polling writer
+            try (PostgresProvider p = PostgresProvider.create(config);
+                 Connection listener = listen(schema)) {
+                exerciseEveryWrite(p);
+                List<String> payloads = drain(listener, 1);
+                assertTrue(payloads.size() >= 8, "every kind of write notified: " + payloads);
+                String origin = Hint.origin(payloads.get(0));
+                assertNotNull(origin, payloads.toString());
+                for (String payload : payloads) {
+                    assertEquals(origin, Hint.origin(payload), "every payload names the writer: " + payloads);
+                    assertNotNull(Hint.parse(payload), "the listener understands it: " + payload);
+                }
+                assertTrue(payloads.stream().anyMatch(x -> x.startsWith("w|") && x.contains("|2|1|gpu|1|")),
+                        "the turn's activities, routed: " + payloads);
+                assertTrue(payloads.stream().anyMatch(x -> x.startsWith("s|")), "the session lease: " + payloads);
+                assertEquals(0, announcerSends.get(), "the announcer sent nothing: the triggers told everyone");
+            }
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
+    void a_transactional_writer_halted_right_after_its_commit_still_wakes_the_waiter() throws Exception {
+        try (LongPollHarness h = LongPollHarness.open("trg_halt", NO_PROBE)) {
+            int seen = h.signals.notificationCount();
+            BackgroundFetch<FetchedWorkItem> worker = h.parkWorker("worker", Duration.ofSeconds(60));
+            String output = runHaltingWriter(h.schema, true, "halted");
+            assertTrue(output.contains("committed"), output);
+            Optional<FetchedWorkItem> got = worker.get(Duration.ofSeconds(20));
+            assertTrue(got.isPresent(), "woken: " + h.signals);
+            assertEquals("halted", ((WorkItem.ActivityExecute) got.get().item()).instance());
+            assertEquals(0, h.signals.fallbackPolls(), "not the fallback probe");
+            List<String> payloads = h.signals.notificationsSince(seen);
+            assertTrue(payloads.stream().anyMatch(p -> p.startsWith("w|") && p.contains("|1|1||0|")),
+                    "the writer's trigger notification: " + payloads);
+        }
+    }
+
+    /** Runs {@link HaltingWriter} in a JVM of its own on the test classpath and returns what it printed. */
+    private static String runHaltingWriter(String schema, boolean transactional, String instance) throws Exception {
+        String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+        Process process = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+                HaltingWriter.class.getName(), TestDatabase.url(), schema, Boolean.toString(transactional), instance)
+                .redirectErrorStream(true)
+                .start();
+        process.getOutputStream().close();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("the writer process did not end within 60 s");
+        }
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, process.exitValue(), output);
+        return output;
+    }
+
+    private static Connection listen(String schema) throws SQLException {
+        Connection c = TestDatabase.connect();
+        try (Statement st = c.createStatement()) {
+            st.execute("LISTEN " + NotifyChannel.quoted(NotifyChannel.forSchema(schema)));
+        }
+        return c;
+    }
+
+    /** Payloads received: waits for the first {@code atLeast}, then until 300 ms pass without one. */
+    private static List<String> drain(Connection listener, int atLeast) throws SQLException {
+        PGConnection pg = listener.unwrap(PGConnection.class);
+        List<String> payloads = new ArrayList<>();
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        while (payloads.size() < atLeast && System.nanoTime() < deadline) {
+            add(pg.getNotifications(100), payloads);
+        }
+        PGNotification[] more;
+        while ((more = pg.getNotifications(300)) != null && more.length > 0 && System.nanoTime() < deadline) {
+            add(more, payloads);
+        }
+        return payloads;
+    }
+
+    private static void add(PGNotification[] batch, List<String> into) {
+        if (batch != null) {
+            for (PGNotification n : batch) {
+                into.add(n.getParameter());
+            }
+        }
+    }
+
+    private static void sql(String statement) throws SQLException {
+        try (Connection c = TestDatabase.connect(); Statement st = c.createStatement()) {
+            st.execute(statement);
+        }
+    }
+}
