@@ -17,7 +17,7 @@ import java.util.UUID;
 public final class Bench {
     /** Every scenario, in run order. */
     public static final List<String> SCENARIOS = List.of("idle", "wake", "timer", "lease", "wakes-per-item",
-            "throughput", "fanout", "notify-overhead", "sidecar");
+            "throughput", "fanout", "notify-overhead", "sql-wake", "sidecar");
 
     /**
      * What to run.
@@ -64,6 +64,7 @@ public final class Bench {
             case "throughput": return new ThroughputScenario();
             case "fanout": return new FanoutScenario();
             case "notify-overhead": return new NotifyOverheadScenario();
+            case "sql-wake": return new SqlWakeScenario();
             case "sidecar": return new SidecarScenario();
             default: throw new IllegalArgumentException("unknown scenario " + name);
         }

@@ -66,6 +66,12 @@ final class Charts {
         if (no != null) {
             out.add(notifyBars(no));
         }
+        ScenarioResult sw = r.scenario("sql-wake");
+        if (sw != null) {
+            out.add(cdf("sql-wake-latency.svg", "Plain-SQL writer: commit → fetch return", sw,
+                    List.of("worker", "orchestrator", "workerTriggersDisabled"), List.of(1.0, 5.0),
+                    "target p50 ≤ 1 ms / p99 ≤ 5 ms"));
+        }
         ScenarioResult sc = r.scenario("sidecar");
         if (sc != null) {
             // No target line: the issue sets no number for the sidecar.
@@ -187,41 +193,46 @@ final class Charts {
         return o instanceof Number n ? n.doubleValue() : Double.NaN;
     }
 
+    /** Enqueue throughput per arm: one bar per phase of the arm, in run order, and the arm over all its phases. */
     @SuppressWarnings("unchecked")
     private static Chart notifyBars(ScenarioResult s) {
         Object phases = s.longMode().details().get("phases");
-        List<Double> off = new ArrayList<>();
-        List<Double> on = new ArrayList<>();
+        Map<String, List<Double>> byArm = new java.util.LinkedHashMap<>();
+        for (NotifyOverheadScenario.Arm a : NotifyOverheadScenario.Arm.values()) {
+            byArm.put(a.key, new ArrayList<>());
+        }
         if (phases instanceof List<?> list) {
             for (Object o : list) {
                 Map<String, Object> p = (Map<String, Object>) o;
-                double v = ((Number) p.get("enqueuesPerSecond")).doubleValue();
-                ("on".equals(p.get("announcements")) ? on : off).add(v);
+                List<Double> values = byArm.get(String.valueOf(p.get("arm")));
+                if (values != null) {
+                    values.add(((Number) p.get("enqueuesPerSecond")).doubleValue());
+                }
             }
         }
-        int n = Math.max(off.size(), on.size());
+        int perArm = byArm.values().stream().mapToInt(List::size).max().orElse(0);
         List<String> categories = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            // Phases run off, on, on, off: pair 1 is phases 1 and 2, pair 2 phases 4 and 3 (per round).
-            int round = i / 2;
-            int offPhase = round * 4 + (i % 2 == 0 ? 1 : 4);
-            int onPhase = round * 4 + (i % 2 == 0 ? 2 : 3);
-            categories.add("phase " + offPhase + " off / " + onPhase + " on");
+        for (NotifyOverheadScenario.Arm a : NotifyOverheadScenario.Arm.values()) {
+            categories.add(a.label);
         }
-        categories.add("all phases");
-        double[] offV = new double[n + 1];
-        double[] onV = new double[n + 1];
-        for (int i = 0; i < n; i++) {
-            offV[i] = i < off.size() ? off.get(i) : Double.NaN;
-            onV[i] = i < on.size() ? on.get(i) : Double.NaN;
+        String[] colors = {"#8da0cb", "#66c2a5", "#fc8d62", "#e78ac3", "#a6d854", "#ffd92f"};
+        SvgBars chart = new SvgBars("Enqueue throughput by notification path (" + NotifyOverheadScenario.CLIENTS
+                + " clients)", "enqueues/s", false, categories);
+        for (int i = 0; i < perArm; i++) {
+            double[] v = new double[categories.size()];
+            int k = 0;
+            for (List<Double> values : byArm.values()) {
+                v[k++] = i < values.size() ? values.get(i) : Double.NaN;
+            }
+            chart.add(new SvgBars.Bar("phase " + (i + 1) + " of the arm", colors[i % colors.length], v));
         }
-        offV[n] = s.shortMode().value("enqueuesPerSecond");
-        onV[n] = s.longMode().value("enqueuesPerSecond");
-        SvgBars chart = new SvgBars("Enqueue throughput, announcements off vs on ("
-                + NotifyOverheadScenario.CLIENTS + " clients)", "enqueues/s", false, categories)
-                .add(new SvgBars.Bar("announcements off", Svg.SHORT_COLOR, offV))
-                .add(new SvgBars.Bar("announcements on", Svg.LONG_COLOR, onV));
-        return new Chart("notify-overhead.svg", "Enqueue throughput with announcements off vs on",
-                s.name(), chart.render());
+        double[] all = new double[categories.size()];
+        all[0] = s.shortMode().value("enqueuesPerSecond");
+        all[1] = s.longMode().value("enqueuesPerSecond");
+        all[2] = s.longMode().value("announcerTriggersDisabled.enqueuesPerSecond");
+        all[3] = s.longMode().value("transactional.enqueuesPerSecond");
+        chart.add(new SvgBars.Bar("all phases of the arm", Svg.LONG_COLOR, all));
+        return new Chart("notify-overhead.svg", "Enqueue throughput: no notifications, announcer (triggers skipped "
+                + "or disabled), transactional triggers", s.name(), chart.render());
     }
 }

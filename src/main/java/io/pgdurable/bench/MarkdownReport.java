@@ -166,7 +166,7 @@ final class MarkdownReport {
                 String part = e.getKey().equals("waitEvents") ? "" : " (" + e.getKey().substring(0,
                         e.getKey().indexOf('.')) + ")";
                 String which = s.name().equals("notify-overhead")
-                        ? (m == Mode.SHORT ? "announcements off" : "announcements on") : m.key() + " polling";
+                        ? (m == Mode.SHORT ? "no notifications" : "announcer") : m.key() + " polling";
                 md.append("\nWait events of the active provider backends, ").append(which).append(part)
                         .append(": ").append(compact(w.get("activeBackendObservations"))).append(" (")
                         .append(w.get("samples")).append(" samples).\n");

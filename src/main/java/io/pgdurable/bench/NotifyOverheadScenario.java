@@ -1,26 +1,63 @@
 package io.pgdurable.bench;
 
+import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.SchemaMigrator;
 import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.WorkItem;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
- * The write-path cost of notifications: enqueue throughput of {@value #CLIENTS} clients on one schema, through a
- * provider that announces nothing ({@code short} column: the schema deactivated, a provider that does not long-poll,
- * what a short-polling deployment pays) and through the long-polling provider, which announces every enqueue
- * ({@code long} column). Phases run off, on, on, off (so a drift over the run cancels out); the wait events of the
- * active backends are sampled in every phase.
+ * The write-path cost of notifications: enqueue throughput of {@value #CLIENTS} clients on one schema whose
+ * long-polling provider stays connected (listening) throughout, in four arms:
+ *
+ * <ul>
+ *   <li>{@code off}: the schema deactivated (triggers disabled), a provider that announces nothing: what a
+ *       short-polling deployment pays ({@code short} column);</li>
+ *   <li>{@code announcer}: the long-polling provider, which announces every enqueue after its commit, with the
+ *       schema's notify triggers enabled and skipped for its writes: the default ({@code long} column);</li>
+ *   <li>{@code announcer, triggers disabled}: the same with the triggers disabled by hand (the V7 state), so the
+ *       cost of installed-but-skipped triggers is measured, not assumed;</li>
+ *   <li>{@code transactional}: a provider with {@code transactionalNotify}, whose enqueues fire the triggers inside
+ *       their transactions (the design's path, no crash window).</li>
+ * </ul>
+ *
+ * Arms run in a mirrored order (a, b, c, d, d, c, b, a) per round, so a drift over the run cancels out; the wait
+ * events of the active backends are sampled in every phase.
  */
 final class NotifyOverheadScenario implements Scenario {
     static final int CLIENTS = 4;
+
+    /** One way the enqueues notify (or not). */
+    enum Arm {
+        OFF("off", "no notifications"),
+        ANNOUNCER("announcer", "announcer (triggers enabled, skipped)"),
+        ANNOUNCER_TRIGGERS_DISABLED("announcerTriggersDisabled", "announcer (triggers disabled)"),
+        TRANSACTIONAL("transactional", "transactional triggers");
+
+        final String key;
+        final String label;
+
+        Arm(String key, String label) {
+            this.key = key;
+            this.label = label;
+        }
+    }
+
+    private static final Arm[] ORDER = {Arm.OFF, Arm.ANNOUNCER, Arm.TRANSACTIONAL, Arm.ANNOUNCER_TRIGGERS_DISABLED,
+            Arm.ANNOUNCER_TRIGGERS_DISABLED, Arm.TRANSACTIONAL, Arm.ANNOUNCER, Arm.OFF};
 
     @Override
     public String name() {
@@ -34,70 +71,121 @@ final class NotifyOverheadScenario implements Scenario {
 
     private static String description() {
         return CLIENTS + " clients enqueue worker items as fast as they can on one schema whose long-polling provider "
-                + "stays connected (listening) throughout; in phases off they enqueue through a provider that announces "
-                + "nothing (the schema deactivated; column short), in phases on through the long-polling provider, "
-                + "which announces every enqueue (column long); phases alternate off, on, on, off. Wait events of the "
-                + "active backends are sampled every 50 ms.";
+                + "stays connected (listening) throughout, in four arms: off (the schema deactivated, its triggers "
+                + "disabled, a provider that announces nothing; column short), announcer (the long-polling provider "
+                + "announces every enqueue after its commit; the notify triggers are enabled and skip its writes; "
+                + "column long), announcer with the triggers disabled (the V7 state), and transactional (a provider "
+                + "with transactionalNotify: the triggers notify inside each enqueue's transaction). Arms run "
+                + "off, announcer, transactional, announcer-triggers-disabled and back in mirrored order per round. "
+                + "Wait events of the active backends are sampled every 50 ms.";
     }
 
     @Override
     public ScenarioResult run(BenchContext ctx) throws Exception {
         long start = System.nanoTime();
         Profile prof = ctx.profile();
-        Map<Boolean, Totals> totals = new LinkedHashMap<>();
-        totals.put(false, new Totals());
-        totals.put(true, new Totals());
+        Map<Arm, Totals> totals = new EnumMap<>(Arm.class);
+        for (Arm a : Arm.values()) {
+            totals.put(a, new Totals());
+        }
         List<Map<String, Object>> phases = new ArrayList<>();
         try (Hub hub = ctx.hub(name(), Mode.LONG, CLIENTS + 2)) {
             PGSimpleDataSource ds = new PGSimpleDataSource();
             ds.setURL(ctx.url());
-            SchemaMigrator migrator = new SchemaMigrator(ds, hub.provider().config());
+            PostgresProviderConfig hubConfig = hub.provider().config();
+            SchemaMigrator migrator = new SchemaMigrator(ds, hubConfig);
             AtomicLong seq = new AtomicLong();
             for (int round = 0; round < prof.notifyRounds(); round++) {
-                for (boolean on : new boolean[] {false, true, true, false}) {
-                    Window w;
-                    Totals t = totals.get(on);
-                    if (on) {
-                        Pause.sleep(200);
-                        w = phase(ctx, hub.provider(), seq, t.latency, prof.notifyPhase(), true);
-                    } else {
-                        migrator.deactivate();
-                        try (PostgresProvider silent = PostgresProvider.create(hub.provider().config().toBuilder()
-                                .longPolling(false).build())) {
-                            Pause.sleep(200);
-                            w = phase(ctx, silent, seq, t.latency, prof.notifyPhase(), false);
-                        } finally {
-                            migrator.activate();
-                        }
-                    }
-                    t.add(w, w.waits());
+                for (Arm arm : ORDER) {
+                    Window w = runArm(ctx, arm, hub, migrator, ds, seq, totals.get(arm).latency, prof.notifyPhase());
+                    totals.get(arm).add(w, w.waits());
                     Map<String, Object> ph = new LinkedHashMap<>();
-                    ph.put("announcements", on ? "on" : "off");
+                    ph.put("arm", arm.key);
+                    ph.put("announcements", arm == Arm.ANNOUNCER || arm == Arm.ANNOUNCER_TRIGGERS_DISABLED ? "on"
+                            : "off");
                     ph.put("enqueuesPerSecond", Num.round(w.perSecond()));
                     ph.put("seconds", Num.round(w.seconds()));
                     phases.add(ph);
-                    ctx.progress().line("notify-overhead: announcements %s: %s enqueues/s", on ? "on" : "off",
-                            Num.text(w.perSecond()));
+                    ctx.progress().line("notify-overhead: %s: %s enqueues/s", arm.label, Num.text(w.perSecond()));
                 }
             }
         }
-        ModeResult off = totals.get(false).result(Mode.SHORT, ctx);
-        ModeResult on = totals.get(true).result(Mode.LONG, ctx);
+        ModeResult off = totals.get(Arm.OFF).result(Mode.SHORT, ctx);
+        ModeResult on = totals.get(Arm.ANNOUNCER).result(Mode.LONG, ctx);
+        double offRate = totals.get(Arm.OFF).perSecond();
+        double announcerRate = totals.get(Arm.ANNOUNCER).perSecond();
+        for (Arm extra : List.of(Arm.ANNOUNCER_TRIGGERS_DISABLED, Arm.TRANSACTIONAL)) {
+            Totals t = totals.get(extra);
+            on.metric(extra.key + ".enqueuesPerSecond", t.perSecond(), "items/s", extra.label)
+                    .latency(extra.key + ".enqueue", t.latency);
+        }
+        on.metric("transactionalRatio", totals.get(Arm.TRANSACTIONAL).perSecond() / offRate, "×",
+                "transactional triggers ÷ no notifications")
+                .metric("skippedTriggersRatio", announcerRate / totals.get(Arm.ANNOUNCER_TRIGGERS_DISABLED).perSecond(),
+                        "×", "announcer with triggers enabled and skipped ÷ announcer with triggers disabled");
         off.detail("phases", phases);
         on.detail("phases", phases);
         Map<String, Object> settings = new LinkedHashMap<>();
         settings.put("clients", CLIENTS);
         settings.put("phaseSeconds", prof.notifyPhase().toMillis() / 1000.0);
-        settings.put("order", "off, on, on, off × " + prof.notifyRounds());
+        List<String> order = new ArrayList<>();
+        for (Arm a : ORDER) {
+            order.add(a.key);
+        }
+        settings.put("order", String.join(", ", order) + " × " + prof.notifyRounds());
         return new ScenarioResult(name(), title(), description(), settings, off, on, List.of(
-                "Here the short column is a provider that announces nothing (schema deactivated) and the long "
-                        + "column the long-polling provider, which announces every enqueue; both on the same schema, "
-                        + "with the long-polling provider listening throughout."),
+                "Here the short column is a provider that announces nothing (schema deactivated, triggers disabled) "
+                        + "and the long column the long-polling provider, which announces every enqueue with the "
+                        + "triggers enabled and skipped; the long column also reports the two other arms "
+                        + "(announcerTriggersDisabled.*, transactional.*) and their ratios."),
                 (System.nanoTime() - start) / 1e9);
     }
 
+    /** One phase of {@code arm}: sets the schema up for it, enqueues for one window, and puts the schema back. */
+    private static Window runArm(BenchContext ctx, Arm arm, Hub hub, SchemaMigrator migrator, DataSource ds,
+                                 AtomicLong seq, LatencyRecorder latency, Duration window) throws Exception {
+        PostgresProviderConfig silent = hub.provider().config().toBuilder().longPolling(false).build();
+        switch (arm) {
+            case ANNOUNCER:
+                Pause.sleep(200);
+                return phase(ctx, hub.provider(), seq, latency, window, arm);
+            case ANNOUNCER_TRIGGERS_DISABLED:
+                setTriggers(ds, hub.schema(), false);
+                try {
+                    Pause.sleep(200);
+                    return phase(ctx, hub.provider(), seq, latency, window, arm);
+                } finally {
+                    setTriggers(ds, hub.schema(), true);
+                }
+            case TRANSACTIONAL:
+                try (PostgresProvider transactional = PostgresProvider.create(silent.toBuilder()
+                        .transactionalNotify(true).build())) {
+                    Pause.sleep(200);
+                    return phase(ctx, transactional, seq, latency, window, arm);
+                }
+            default:
+                migrator.deactivate();
+                try (PostgresProvider quiet = PostgresProvider.create(silent)) {
+                    Pause.sleep(200);
+                    return phase(ctx, quiet, seq, latency, window, arm);
+                } finally {
+                    migrator.activate();
+                }
+        }
+    }
+
+    /** The schema's notify triggers on or off, leaving the activation setting alone. */
+    private static void setTriggers(DataSource ds, String schema, boolean enabled) throws SQLException {
+        try (Connection c = ds.getConnection();
+             PreparedStatement ps = c.prepareStatement("SELECT " + Identifiers.quote(schema)
+                     + ".set_notify_triggers(?)")) {
+            ps.setBoolean(1, enabled);
+            ps.execute();
+        }
+    }
+
     private static Window phase(BenchContext ctx, OrchestrationProvider p, AtomicLong seq, LatencyRecorder latency,
-                                Duration window, boolean on) throws Exception {
+                                Duration window, Arm arm) throws Exception {
         AtomicLong done = new AtomicLong();
         Workers clients = new Workers();
         try {
@@ -108,7 +196,7 @@ final class NotifyOverheadScenario implements Scenario {
                 done.incrementAndGet();
             });
             Window w = Window.measure(ctx, clients, done, Duration.ofMillis(Math.min(500, window.toMillis() / 4)),
-                    window, "notify-overhead " + (on ? "on" : "off"), "enqueues");
+                    window, "notify-overhead " + arm.key, "enqueues");
             clients.stop();
             return w;
         } finally {
@@ -134,6 +222,10 @@ final class NotifyOverheadScenario implements Scenario {
             samples += (Long) waitSample.get("samples");
             ((Map<String, Long>) waitSample.get("activeBackendObservations")).forEach((k, v) -> waits.merge(k, v,
                     Long::sum));
+        }
+
+        double perSecond() {
+            return seconds == 0 ? Double.NaN : units / seconds;
         }
 
         ModeResult result(Mode mode, BenchContext ctx) {
