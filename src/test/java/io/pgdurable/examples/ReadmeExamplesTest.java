@@ -25,17 +25,36 @@ class ReadmeExamplesTest {
     }
 
     @Test
+    void the_transactional_notify_example_long_polls_on_an_activated_schema() {
+        String schema = TestDatabase.newSchemaName("readme_tx");
+        try {
+            assertTrue(TransactionalNotifyExample.run(TestDatabase.url(), schema).isPresent());
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
     void readme_shows_the_quick_start_exactly_as_compiled() throws IOException {
-        List<String> source = Files.readAllLines(Path.of("src/test/java/io/pgdurable/examples/QuickStart.java"));
-        int begin = source.indexOf(source.stream().filter(l -> l.contains("README:quick-start:begin")).findFirst()
+        assertReadmeShows("QuickStart.java", "quick-start", "        ");
+    }
+
+    @Test
+    void readme_shows_the_transactional_notify_example_exactly_as_compiled() throws IOException {
+        assertReadmeShows("TransactionalNotifyExample.java", "transactional-notify", "        ");
+    }
+
+    /** The lines between {@code README:<name>:begin} and {@code :end} of {@code file}, unindented, are in README.md. */
+    private static void assertReadmeShows(String file, String name, String indent) throws IOException {
+        List<String> source = Files.readAllLines(Path.of("src/test/java/io/pgdurable/examples/" + file));
+        int begin = source.indexOf(source.stream().filter(l -> l.contains("README:" + name + ":begin")).findFirst()
                 .orElseThrow()) + 1;
-        int end = source.indexOf(source.stream().filter(l -> l.contains("README:quick-start:end")).findFirst()
+        int end = source.indexOf(source.stream().filter(l -> l.contains("README:" + name + ":end")).findFirst()
                 .orElseThrow());
-        String indent = "        ";
         String snippet = source.subList(begin, end).stream()
                 .map(l -> l.startsWith(indent) ? l.substring(indent.length()) : l.strip())
                 .collect(Collectors.joining("\n"));
         String readme = Files.readString(Path.of("README.md"));
-        assertTrue(readme.contains(snippet), "README.md must contain the quick start as compiled:\n" + snippet);
+        assertTrue(readme.contains(snippet), "README.md must contain " + name + " as compiled:\n" + snippet);
     }
 }
