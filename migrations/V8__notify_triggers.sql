@@ -6,8 +6,10 @@
 --
 -- A provider's own writes do not pay for them: the provider wraps the time argument of every write in
 -- provider_write(...), which marks its transaction (transaction-local settings, so it holds behind a
--- transaction-pooling proxy), and the triggers' WHEN clause skips marked statements; the provider announces those
--- writes after the commit as before. A provider configured with transactionalNotify marks its writes with its
+-- transaction-pooling proxy), and the triggers' WHEN clause skips marked statements (and whatever cascades from
+-- them); the provider announces those writes after the commit as before. What remains of the triggers on those
+-- writes is PostgreSQL's capture of the transition tables, which it does for every defined REFERENCING trigger,
+-- enabled or not (measured in docs/benchmarks.md). A provider configured with transactionalNotify marks its writes with its
 -- origin only: the triggers then notify from inside its transactions too (no crash window, no group commit), and
 -- the origin lets the writing provider ignore the echo of what it already routed locally.
 --
@@ -16,8 +18,10 @@
 --   o|<at_ms>|<n>                   n instances claimable from at_ms (n = 0: a lease ends at at_ms)
 --   w|<at_ms>|<n>|<u>|<tags>|<s>    worker: u = 1 untagged items, tags comma-separated or '*', s = 1 session items
 --   s|<at_ms>                       a session lease ends at at_ms
--- A statement whose orchestrator rows have several visibility times names the earliest; the later ones (a
--- transactionalNotify turn that schedules timers) reach other processes through a timer scan or the fallback probe,
+-- Orchestrator rows are counted the way the announcer merges due hints: every instance whose message is due (at or
+-- before the writer's time: provider_write's, else the database clock) in one payload at the latest due time; only
+-- when none is due does the payload name the earliest future time. Future times besides (a transactionalNotify turn
+-- that schedules timers next to its messages) reach other processes through a timer scan or the fallback probe,
 -- while the writing provider routes all of them itself.
 
 CREATE FUNCTION ${schema}.provider_write(p_now BIGINT, p_origin TEXT, p_announced BOOLEAN)
@@ -25,7 +29,8 @@ RETURNS BIGINT
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM set_config('pgdurable.announced', CASE WHEN p_announced THEN '${schema_name}' ELSE '' END, true),
-            set_config('pgdurable.origin', COALESCE(p_origin, ''), true);
+            set_config('pgdurable.origin', COALESCE(p_origin, ''), true),
+            set_config('pgdurable.now', COALESCE(p_now::TEXT, ''), true);
     RETURN p_now;
 END
 $$;
@@ -35,8 +40,53 @@ CREATE FUNCTION ${schema}.provider_write(p_nows BIGINT[], p_origin TEXT, p_annou
 RETURNS BIGINT[]
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    PERFORM ${schema}.provider_write(0::BIGINT, p_origin, p_announced);
+    PERFORM ${schema}.provider_write((SELECT max(t) FROM unnest(p_nows) t), p_origin, p_announced);
     RETURN p_nows;
+END
+$$;
+
+-- The same mark for writes without a time argument (deleting instances).
+CREATE FUNCTION ${schema}.provider_write(p_flag BOOLEAN, p_origin TEXT, p_announced BOOLEAN)
+RETURNS BOOLEAN
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM ${schema}.provider_write(NULL::BIGINT, p_origin, p_announced);
+    RETURN p_flag;
+END
+$$;
+
+-- The writer's time in epoch milliseconds: the provider's (application clock) when it marked the transaction, else
+-- the database clock.
+CREATE FUNCTION ${schema}.notify_now()
+RETURNS BIGINT
+LANGUAGE sql VOLATILE AS $$
+    SELECT COALESCE(NULLIF(current_setting('pgdurable.now', true), '')::BIGINT,
+                    floor(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT);
+$$;
+
+-- One orchestrator payload for messages (p_at, p_instance) of one statement: the due ones together at the latest due
+-- time, else the earliest future time; nothing for no rows.
+CREATE FUNCTION ${schema}.notify_orchestrator(p_at BIGINT[], p_instances TEXT[])
+RETURNS VOID
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_now    BIGINT := ${schema}.notify_now();
+    v_due_at BIGINT;
+    v_due_n  BIGINT;
+    v_first  BIGINT;
+    v_n      BIGINT;
+BEGIN
+    SELECT max(m.at) FILTER (WHERE m.at <= v_now), count(DISTINCT m.instance) FILTER (WHERE m.at <= v_now),
+           min(m.at)
+      INTO v_due_at, v_due_n, v_first
+      FROM unnest(p_at, p_instances) AS m(at, instance);
+    IF v_due_n > 0 THEN
+        PERFORM pg_notify('${channel}', 'o|' || v_due_at || '|' || v_due_n || ${schema}.notify_origin());
+    ELSIF v_first IS NOT NULL THEN
+        SELECT count(DISTINCT m.instance) INTO v_n FROM unnest(p_at, p_instances) AS m(at, instance)
+         WHERE m.at = v_first;
+        PERFORM pg_notify('${channel}', 'o|' || v_first || '|' || v_n || ${schema}.notify_origin());
+    END IF;
 END
 $$;
 
@@ -69,15 +119,9 @@ $$;
 CREATE FUNCTION ${schema}.notify_orchestrator_insert()
 RETURNS TRIGGER
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_at BIGINT;
-    v_n  BIGINT;
 BEGIN
-    SELECT min(r.visible_at_ms) INTO v_at FROM new_rows r;
-    IF v_at IS NOT NULL THEN
-        SELECT count(DISTINCT r.instance_id) INTO v_n FROM new_rows r WHERE r.visible_at_ms = v_at;
-        PERFORM pg_notify('${channel}', 'o|' || v_at || '|' || v_n || ${schema}.notify_origin());
-    END IF;
+    PERFORM ${schema}.notify_orchestrator(array_agg(r.visible_at_ms), array_agg(r.instance_id)) FROM new_rows r
+     HAVING count(*) > 0;
     RETURN NULL;
 END
 $$;
@@ -86,16 +130,11 @@ $$;
 CREATE FUNCTION ${schema}.notify_orchestrator_update()
 RETURNS TRIGGER
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_at BIGINT;
-    v_n  BIGINT;
 BEGIN
-    SELECT min(n.visible_at_ms), count(DISTINCT n.instance_id) INTO v_at, v_n
-      FROM new_rows n JOIN old_rows o ON o.id = n.id
-     WHERE n.lock_token IS NULL AND (o.lock_token IS NOT NULL OR o.visible_at_ms <> n.visible_at_ms);
-    IF v_n > 0 THEN
-        PERFORM pg_notify('${channel}', 'o|' || v_at || '|' || v_n || ${schema}.notify_origin());
-    END IF;
+    PERFORM ${schema}.notify_orchestrator(array_agg(n.visible_at_ms), array_agg(n.instance_id))
+       FROM new_rows n JOIN old_rows o ON o.id = n.id
+      WHERE n.lock_token IS NULL AND (o.lock_token IS NOT NULL OR o.visible_at_ms <> n.visible_at_ms)
+     HAVING count(*) > 0;
     RETURN NULL;
 END
 $$;
@@ -120,16 +159,11 @@ $$;
 CREATE FUNCTION ${schema}.notify_instance_release()
 RETURNS TRIGGER
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_at BIGINT;
-    v_n  BIGINT;
 BEGIN
-    SELECT min(q.visible_at_ms), count(DISTINCT q.instance_id) INTO v_at, v_n
-      FROM ${schema}.orchestrator_queue q
-     WHERE q.instance_id IN (SELECT o.instance_id FROM old_rows o) AND q.lock_token IS NULL;
-    IF v_n > 0 THEN
-        PERFORM pg_notify('${channel}', 'o|' || v_at || '|' || v_n || ${schema}.notify_origin());
-    END IF;
+    PERFORM ${schema}.notify_orchestrator(array_agg(q.visible_at_ms), array_agg(q.instance_id))
+       FROM ${schema}.orchestrator_queue q
+      WHERE q.instance_id IN (SELECT o.instance_id FROM old_rows o) AND q.lock_token IS NULL
+     HAVING count(*) > 0;
     RETURN NULL;
 END
 $$;
@@ -192,7 +226,7 @@ BEGIN
 END
 $$;
 
--- A session lease was written: when it ends, the session's items become claimable by other owners.
+-- A session lease was taken: when it ends, the session's items become claimable by other owners.
 CREATE FUNCTION ${schema}.notify_session_lease()
 RETURNS TRIGGER
 LANGUAGE plpgsql AS $$
@@ -200,6 +234,23 @@ DECLARE
     v_at BIGINT;
 BEGIN
     SELECT min(r.locked_until_ms) INTO v_at FROM new_rows r;
+    IF v_at IS NOT NULL THEN
+        PERFORM pg_notify('${channel}', 's|' || v_at || ${schema}.notify_origin());
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- A session lease was moved. Acks and renewals that only record activity leave its end alone: no hint.
+CREATE FUNCTION ${schema}.notify_session_lease_update()
+RETURNS TRIGGER
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_at BIGINT;
+BEGIN
+    SELECT min(n.locked_until_ms) INTO v_at
+      FROM new_rows n JOIN old_rows o ON o.session_id = n.session_id
+     WHERE n.locked_until_ms IS DISTINCT FROM o.locked_until_ms;
     IF v_at IS NOT NULL THEN
         PERFORM pg_notify('${channel}', 's|' || v_at || ${schema}.notify_origin());
     END IF;
@@ -241,9 +292,126 @@ CREATE TRIGGER pgdurable_notify_session_insert AFTER INSERT ON ${schema}.session
     WHEN (current_setting('pgdurable.announced', true) IS DISTINCT FROM '${schema_name}')
     EXECUTE FUNCTION ${schema}.notify_session_lease();
 CREATE TRIGGER pgdurable_notify_session_update AFTER UPDATE ON ${schema}.sessions
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
     WHEN (current_setting('pgdurable.announced', true) IS DISTINCT FROM '${schema_name}')
-    EXECUTE FUNCTION ${schema}.notify_session_lease();
+    EXECUTE FUNCTION ${schema}.notify_session_lease_update();
+
+-- fetch_orchestration_item as in V2, with one change: whether the candidate can start at all is decided before its
+-- lease is taken, not after. A lease taken and dropped again in the same transaction would make the notify triggers
+-- of a transactionalNotify provider announce a claim that never happened and release the instance's messages as
+-- claimable, and two such providers would wake each other for an instance that cannot start (found in review:
+-- 167 notifying transactions in 4 s). The per-instance advisory lock still serialises fetchers on the candidate.
+CREATE OR REPLACE FUNCTION ${schema}.fetch_orchestration_item(
+    p_now BIGINT, p_lock_ms BIGINT, p_token TEXT, p_min_version BIGINT, p_max_version BIGINT)
+RETURNS TABLE (
+    instance_id TEXT, orchestration_name TEXT, orchestration_version TEXT, execution_id BIGINT,
+    has_instance BOOLEAN, attempt_count INT, messages TEXT[], event_ids BIGINT[], event_types TEXT[],
+    event_data TEXT[], kv_keys TEXT[], kv_values TEXT[], kv_updated_ms BIGINT[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_instance TEXT;
+    v_skipped  TEXT[] := '{}';
+    v_name     TEXT;
+    v_version  TEXT;
+    v_exec     BIGINT;
+    v_has_inst BOOLEAN;
+    v_dropped  INT;
+    v_attempts INT;
+    v_messages TEXT[];
+BEGIN
+    FOR v_round IN 1..64 LOOP
+        SELECT q.instance_id INTO v_instance
+          FROM ${schema}.orchestrator_queue q
+         WHERE q.visible_at_ms <= p_now
+           AND q.instance_id <> ALL (v_skipped)
+           AND NOT EXISTS (SELECT 1 FROM ${schema}.instance_locks l
+                            WHERE l.instance_id = q.instance_id AND l.locked_until_ms > p_now)
+           -- A correlated scalar lookup per candidate (two primary-key probes), never a scan of all executions.
+           AND (p_min_version IS NULL OR COALESCE(
+                    (SELECT e.pinned_version FROM ${schema}.instances i
+                       JOIN ${schema}.executions e
+                         ON e.instance_id = i.instance_id AND e.execution_id = i.current_execution_id
+                      WHERE i.instance_id = q.instance_id),
+                    p_min_version) BETWEEN p_min_version AND p_max_version)
+         ORDER BY q.visible_at_ms, q.id
+         LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        v_skipped := v_skipped || v_instance;
+
+        -- Another fetcher is working on this candidate right now: move on instead of queueing behind it.
+        CONTINUE WHEN NOT pg_try_advisory_xact_lock(hashtext('${schema}'), hashtext(v_instance));
+
+        SELECT i.orchestration_name, i.orchestration_version, i.current_execution_id
+          INTO v_name, v_version, v_exec
+          FROM ${schema}.instances i WHERE i.instance_id = v_instance;
+        v_has_inst := FOUND;
+
+        IF NOT v_has_inst
+           AND NOT EXISTS (SELECT 1 FROM ${schema}.history h WHERE h.instance_id = v_instance)
+           AND NOT EXISTS (SELECT 1 FROM ${schema}.orchestrator_queue q
+                            WHERE q.instance_id = v_instance AND q.visible_at_ms <= p_now
+                              AND q.kind IN ('StartOrchestration', 'ContinueAsNew')) THEN
+            -- Nothing can start this instance yet. Persistent events sent before it exists would loop forever:
+            -- drop them. Anything else (a cancel racing a start) waits for its start message.
+            IF NOT EXISTS (SELECT 1 FROM ${schema}.orchestrator_queue q
+                            WHERE q.instance_id = v_instance AND q.kind <> 'QueueMessage') THEN
+                DELETE FROM ${schema}.orchestrator_queue q
+                 WHERE q.instance_id = v_instance AND q.visible_at_ms <= p_now;
+                GET DIAGNOSTICS v_dropped = ROW_COUNT;
+                IF v_dropped > 0 THEN
+                    RAISE WARNING 'pgdurable: dropped % orphan QueueMessage(s) for never-started instance %',
+                        v_dropped, v_instance;
+                END IF;
+            END IF;
+            CONTINUE;
+        END IF;
+
+        INSERT INTO ${schema}.instance_locks AS l (instance_id, lock_token, locked_until_ms, locked_at_ms)
+        VALUES (v_instance, p_token, p_now + p_lock_ms, p_now)
+        ON CONFLICT ON CONSTRAINT instance_locks_pkey DO UPDATE
+           SET lock_token = EXCLUDED.lock_token, locked_until_ms = EXCLUDED.locked_until_ms,
+               locked_at_ms = EXCLUDED.locked_at_ms
+         WHERE l.locked_until_ms <= p_now;
+        CONTINUE WHEN NOT FOUND;
+
+        WITH tagged AS (
+            UPDATE ${schema}.orchestrator_queue q
+               SET lock_token = p_token, locked_until_ms = p_now + p_lock_ms, attempt_count = q.attempt_count + 1
+             WHERE q.instance_id = v_instance AND q.visible_at_ms <= p_now
+               AND (q.lock_token IS NULL OR q.locked_until_ms <= p_now)
+            RETURNING q.id, q.work_item, q.attempt_count)
+        SELECT array_agg(t.work_item ORDER BY t.id), max(t.attempt_count) INTO v_messages, v_attempts FROM tagged t;
+
+        IF v_messages IS NULL THEN
+            -- The messages were consumed between the candidate search and the lock.
+            DELETE FROM ${schema}.instance_locks l WHERE l.instance_id = v_instance AND l.lock_token = p_token;
+            CONTINUE;
+        END IF;
+
+        instance_id := v_instance;
+        orchestration_name := v_name;
+        orchestration_version := v_version;
+        execution_id := COALESCE(v_exec, 1);
+        has_instance := v_has_inst;
+        attempt_count := v_attempts;
+        messages := v_messages;
+        SELECT array_agg(h.event_id ORDER BY h.event_id), array_agg(h.event_type ORDER BY h.event_id),
+               array_agg(h.event_data ORDER BY h.event_id)
+          INTO event_ids, event_types, event_data
+          FROM ${schema}.history h
+         WHERE h.instance_id = v_instance AND h.execution_id = COALESCE(v_exec, 1);
+        SELECT array_agg(k.key ORDER BY k.key), array_agg(k.value ORDER BY k.key),
+               array_agg(k.last_updated_at_ms ORDER BY k.key)
+          INTO kv_keys, kv_values, kv_updated_ms
+          FROM ${schema}.kv_store k WHERE k.instance_id = v_instance;
+        RETURN NEXT;
+        RETURN;
+    END LOOP;
+END
+$$;
+
 
 -- How many of the schema's notify triggers are enabled (all or none in normal operation).
 CREATE FUNCTION ${schema}.notify_trigger_state()
@@ -279,13 +447,13 @@ END
 $$;
 
 -- Activation is the setting (read by providers) and the triggers (for every other writer), changed together.
-CREATE OR REPLACE FUNCTION ${schema}.set_long_polling(p_enabled BOOLEAN)
+-- set_long_polling (V7) stays what it was, a setting alone, so that a node of the previous release calling it during
+-- a rolling upgrade runs no DDL it cannot bound.
+CREATE FUNCTION ${schema}.set_activation(p_enabled BOOLEAN)
 RETURNS VOID
 LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO ${schema}.hub_settings (name, value)
-    VALUES ('long_polling', CASE WHEN p_enabled THEN 'on' ELSE 'off' END)
-    ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value;
+    PERFORM ${schema}.set_long_polling(p_enabled);
     PERFORM ${schema}.set_notify_triggers(p_enabled);
 END
 $$;

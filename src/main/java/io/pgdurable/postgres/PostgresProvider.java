@@ -48,6 +48,8 @@ import io.pgdurable.longpoll.Route;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import org.postgresql.ds.PGSimpleDataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The PostgreSQL provider: one schema per task hub, one function call per operation, the application clock passed
@@ -62,7 +64,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * {@link SqlRunner}.
  */
 public final class PostgresProvider implements OrchestrationProvider {
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(PostgresProvider.class);
+    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
     private static final String VERSION = "0.1.0";
 
     private final PostgresProviderConfig config;

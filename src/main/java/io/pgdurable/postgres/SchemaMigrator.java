@@ -112,21 +112,23 @@ public final class SchemaMigrator {
     /**
      * The activation setting and the notify triggers, changed in one transaction under the schema's migration lock.
      * Enabling a trigger is DDL that waits for the table's running writes and holds new ones back meanwhile, so each
-     * attempt gives up after {@code migrationLockTimeout} and retries within {@code migrationLockBudget}, as
-     * migrations do: writers are held back at most that long.
+     * attempt gives up after {@code migrationLockTimeout} per table lock (a deadlock with a writer taking the tables
+     * in another order ends the same way) and retries within half of {@code migrationLockBudget}, so nodes waiting
+     * for the migration lock meanwhile keep half their budget.
      */
     private void setLongPolling(boolean enabled) {
         String op = enabled ? "activate" : "deactivate";
         Connection c = acquireLockConnection();
         boolean released = false;
         try {
-            long deadline = System.nanoTime() + config.migrationLockBudget().toNanos();
-            for (int attempt = 1; ; attempt++) {
+            long deadline = System.nanoTime() + config.migrationLockBudget().toNanos() / 2;
+            while (true) {
                 try {
                     setLongPollingOnce(c, enabled);
                     break;
                 } catch (SQLException e) {
-                    if (!"55P03".equals(e.getSQLState()) || System.nanoTime() > deadline) {
+                    boolean contended = "55P03".equals(e.getSQLState()) || "40P01".equals(e.getSQLState());
+                    if (!contended || System.nanoTime() > deadline) {
                         throw SqlErrors.translate(op, e);
                     }
                     TimeUnit.MILLISECONDS.sleep(ThreadLocalRandom.current().nextLong(10, 60));
@@ -147,14 +149,18 @@ public final class SchemaMigrator {
         c.setAutoCommit(false);
         try (PreparedStatement timeout = c.prepareStatement("SELECT set_config('lock_timeout', ?, true)");
              PreparedStatement ps = c.prepareStatement(
-                     "SELECT " + Identifiers.quote(schema) + ".set_long_polling(?)")) {
+                     "SELECT " + Identifiers.quote(schema) + ".set_activation(?)")) {
             timeout.setString(1, config.migrationLockTimeout().toMillis() + "ms");
             timeout.execute();
             ps.setBoolean(1, enabled);
             ps.execute();
             c.commit();
         } catch (SQLException e) {
-            c.rollback();
+            try {
+                c.rollback();
+            } catch (SQLException rollbackFailed) {
+                e.addSuppressed(rollbackFailed);
+            }
             throw e;
         } finally {
             c.setAutoCommit(autoCommit);

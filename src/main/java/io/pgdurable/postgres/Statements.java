@@ -95,7 +95,7 @@ final class Statements {
         getQueueDepths = "SELECT * FROM " + s + "get_queue_depths(?)";
         listChildren = "SELECT * FROM " + s + "list_children(?)";
         getParentId = "SELECT " + s + "get_parent_id(?)";
-        deleteInstancesAtomic = "SELECT * FROM " + s + "delete_instances_atomic(?, ?)";
+        deleteInstancesAtomic = "SELECT * FROM " + s + "delete_instances_atomic(" + marked(2, 2, mark) + ")";
         selectDeletableRoots = "SELECT * FROM " + s + "select_deletable_roots(?, ?, ?)";
         selectPrunableInstances = "SELECT * FROM " + s + "select_prunable_instances(?, ?, ?)";
         pruneExecutions = "SELECT * FROM " + s + "prune_executions(?, ?, ?)";
