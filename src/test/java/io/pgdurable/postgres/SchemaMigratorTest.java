@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 
 class SchemaMigratorTest {
     /** The newest migration bundled in migrations/. */
-    private static final String LATEST = "8";
+    private static final String LATEST = "9";
     private final List<String> schemas = new ArrayList<>();
 
     private String schema() {
@@ -39,6 +39,13 @@ class SchemaMigratorTest {
     @AfterEach
     void dropSchemas() {
         schemas.forEach(TestDatabase::dropSchema);
+    }
+
+    /** How many migrations migrations/ holds (versions need not be contiguous). */
+    private static long bundledMigrations() throws java.io.IOException {
+        try (var files = java.nio.file.Files.list(java.nio.file.Path.of("migrations"))) {
+            return files.filter(f -> f.getFileName().toString().matches("V\\d+__.*\\.sql")).count();
+        }
     }
 
     @Test
@@ -86,7 +93,7 @@ class SchemaMigratorTest {
                 versions.add(rs.getString(1));
             }
             assertEquals(LATEST, versions.get(versions.size() - 1), versions.toString());
-            assertEquals(Integer.parseInt(LATEST), versions.stream().filter(v -> !v.equals("0")).count());
+            assertEquals(bundledMigrations(), versions.stream().filter(v -> !v.equals("0")).count());
         }
         assertNoAdvisoryLockHeld(schema);
     }

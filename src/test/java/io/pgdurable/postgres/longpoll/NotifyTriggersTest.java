@@ -212,17 +212,20 @@ class NotifyTriggersTest {
         p.abandonOrchestrationItem(next.lockToken(), Duration.ofMillis(50), false);
         p.enqueueAllForWorker(List.of(new WorkItem.ActivityExecute("ev", 1, 10, "A", "{}"),
                 new WorkItem.ActivityExecute("ev", 1, 11, "A", "{}")));
+        p.enqueueAllForOrchestrator(List.of(new WorkItem.ExternalRaised("ev", "a", "{}"),
+                new WorkItem.ExternalRaised("gone", "b", "{}")), null);
         List<FetchedWorkItem> batch = p.fetchWorkItems(LOCK, new WorkBatch(10, 1, Duration.ZERO), null,
                 TagFilter.any());
         assertFalse(batch.isEmpty());
         for (FetchedWorkItem w : batch) {
-            p.ackWorkItem(w.lockToken(), null);
+            p.ackWorkItem(w.lockToken(), null); // batched (ackBatchSize 2): ack_work_items
         }
+        p.asManagementCapability().orElseThrow().deleteInstancesAtomic(List.of("gone"), true);
     }
 
     @Test
     void a_providers_own_writes_send_no_trigger_notification_by_default() throws SQLException {
-        try (LongPollHarness h = LongPollHarness.open("trg_own");
+        try (LongPollHarness h = LongPollHarness.open("trg_own", b -> b.ackBatchSize(2));
              Connection listener = listen(h.schema)) {
             exerciseEveryWrite(h.provider);
             List<String> payloads = drain(listener, 1);
@@ -236,7 +239,7 @@ class NotifyTriggersTest {
                 st.execute("SELECT " + Identifiers.quote(h.schema) + ".enqueue_orchestrator_item('x', "
                         + "'ExternalRaised', '{}', 0, 0)");
             }
-            List<String> plain = drain(listener, 1);
+            List<String> plain = drain(listener, 1).stream().filter(p -> Hint.origin(p) == null).toList();
             assertEquals(List.of("o|0|1"), plain, "one NOTIFY, no origin, from the plain writer's transaction");
         }
     }
@@ -251,7 +254,7 @@ class NotifyTriggersTest {
             }
         };
         String schema = TestDatabase.newSchemaName("trg_tx");
-        PostgresProviderConfig config = TestDatabase.config(schema).transactionalNotify(true)
+        PostgresProviderConfig config = TestDatabase.config(schema).transactionalNotify(true).ackBatchSize(2)
                 .longPollSignals(countingSends).build();
         try (PostgresProvider ignored = PostgresProvider.create(config.toBuilder().longPolling(true).build())) {
             // the schema is activated (APPLY_ALL + long polling); now the transactional short-polling writer
@@ -269,8 +272,78 @@ class NotifyTriggersTest {
                 assertTrue(payloads.stream().anyMatch(x -> x.startsWith("w|") && x.contains("|2|1|gpu|1|")),
                         "the turn's activities, routed: " + payloads);
                 assertTrue(payloads.stream().anyMatch(x -> x.startsWith("s|")), "the session lease: " + payloads);
+                assertTrue(payloads.stream().anyMatch(x -> x.startsWith("o|") && x.contains("|2|")),
+                        "the batched enqueue's two instances counted together: " + payloads);
                 assertEquals(0, announcerSends.get(), "the announcer sent nothing: the triggers told everyone");
             }
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
+    void a_statement_announces_every_due_instance_once_or_its_earliest_future_time() throws SQLException {
+        String schema = TestDatabase.newSchemaName("trg_count");
+        PostgresProviderConfig config = TestDatabase.config(schema).longPolling(true).build();
+        try (PostgresProvider ignored = PostgresProvider.create(config);
+             Connection listener = listen(schema);
+             Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT " + Identifiers.quote(schema)
+                     + ".enqueue_orchestrator_items(?, ?, ?, ?, 0)")) {
+            long now = System.currentTimeMillis();
+            insertMessages(c, ps, List.of("a", "b", "b", "c"), List.of(now - 10, now - 5, now - 7, now + 60_000));
+            assertEquals(List.of("o|" + (now - 5) + "|2"), originless(drain(listener, 1)),
+                    "the two due instances at the latest due time; the future one waits for a scan or the probe");
+            insertMessages(c, ps, List.of("d", "e", "f"), List.of(now + 70_000, now + 80_000, now + 70_000));
+            assertEquals(List.of("o|" + (now + 70_000) + "|2"), originless(drain(listener, 1)),
+                    "nothing due: the earliest future time and its instances");
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    private static void insertMessages(Connection c, PreparedStatement ps, List<String> instances, List<Long> at)
+            throws SQLException {
+        String[] items = new String[instances.size()];
+        String[] kinds = new String[instances.size()];
+        for (int i = 0; i < items.length; i++) {
+            items[i] = new WorkItem.ExternalRaised(instances.get(i), "e", "{}").toJson();
+            kinds[i] = "ExternalRaised";
+        }
+        ps.setArray(1, c.createArrayOf("text", instances.toArray()));
+        ps.setArray(2, c.createArrayOf("text", kinds));
+        ps.setArray(3, c.createArrayOf("text", items));
+        ps.setArray(4, c.createArrayOf("bigint", at.toArray()));
+        ps.execute();
+    }
+
+    private static List<String> originless(List<String> payloads) {
+        return payloads.stream().filter(p -> Hint.origin(p) == null).toList();
+    }
+
+    @Test
+    void transactional_peers_do_not_wake_each_other_for_an_instance_that_cannot_start() throws Exception {
+        String schema = TestDatabase.newSchemaName("trg_peers");
+        PostgresProviderConfig config = TestDatabase.config(schema).longPolling(true).transactionalNotify(true)
+                .build();
+        List<BackgroundFetch<FetchedOrchestration>> fetches = new ArrayList<>();
+        try (PostgresProvider a = PostgresProvider.create(config);
+             PostgresProvider b = PostgresProvider.create(config);
+             Connection listener = listen(schema)) {
+            for (PostgresProvider p : List.of(a, b)) {
+                fetches.add(BackgroundFetch.start("peer", () -> p.fetchOrchestrationItem(LOCK, Duration.ofSeconds(3),
+                        null)).awaitParked(Duration.ofSeconds(5)));
+            }
+            // An event for an instance nobody started: every fetch finds it and cannot take it.
+            a.enqueueForOrchestrator(new WorkItem.ExternalRaised("never-started", "early", "{}"), null);
+            List<String> payloads = new ArrayList<>();
+            for (BackgroundFetch<FetchedOrchestration> f : fetches) {
+                assertTrue(f.get(Duration.ofSeconds(10)).isEmpty(), "nothing to claim");
+            }
+            payloads.addAll(drain(listener, 1));
+            // The enqueue's own notification, plus at most what each peer's fallback probe re-wakes (its claims
+            // notify nothing): not a storm of claims announcing each other.
+            assertTrue(payloads.size() <= 3, "notifications while two peers found nothing: " + payloads);
         } finally {
             TestDatabase.dropSchema(schema);
         }
@@ -280,6 +353,7 @@ class NotifyTriggersTest {
     void a_transactional_writer_halted_right_after_its_commit_still_wakes_the_waiter() throws Exception {
         try (LongPollHarness h = LongPollHarness.open("trg_halt", NO_PROBE)) {
             int seen = h.signals.notificationCount();
+            int scansBefore = h.signals.scansFinished();
             BackgroundFetch<FetchedWorkItem> worker = h.parkWorker("worker", Duration.ofSeconds(60));
             String output = runHaltingWriter(h.schema, true, "halted");
             assertTrue(output.contains("committed"), output);
@@ -290,6 +364,7 @@ class NotifyTriggersTest {
             List<String> payloads = h.signals.notificationsSince(seen);
             assertTrue(payloads.stream().anyMatch(p -> p.startsWith("w|") && p.contains("|1|1||0|")),
                     "the writer's trigger notification: " + payloads);
+            assertEquals(0, h.signals.scansFinished() - scansBefore, "not a timer scan either");
         }
     }
 
