@@ -125,7 +125,7 @@ final class SqlWakeScenario extends PairedScenario {
                     long sent;
                     if (toWorker) {
                         activity.setString(1, prefix + "w");
-                        activity.setLong(2, i);
+                        activity.setLong(2, i + 1L);
                         activity.execute();
                     } else {
                         start.setString(1, prefix + i);
