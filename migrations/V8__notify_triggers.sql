@@ -28,9 +28,13 @@ CREATE FUNCTION ${schema}.provider_write(p_now BIGINT, p_origin TEXT, p_announce
 RETURNS BIGINT
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    PERFORM set_config('pgdurable.announced', CASE WHEN p_announced THEN '${schema_name}' ELSE '' END, true),
-            set_config('pgdurable.origin', COALESCE(p_origin, ''), true),
-            set_config('pgdurable.now', COALESCE(p_now::TEXT, ''), true);
+    -- On every provider write: an announced one sets only what the triggers' WHEN clause reads.
+    IF p_announced THEN
+        PERFORM set_config('pgdurable.announced', '${schema_name}', true);
+    ELSE
+        PERFORM set_config('pgdurable.origin', COALESCE(p_origin, ''), true),
+                set_config('pgdurable.now', COALESCE(p_now::TEXT, ''), true);
+    END IF;
     RETURN p_now;
 END
 $$;

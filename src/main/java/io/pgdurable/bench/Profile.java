@@ -23,7 +23,7 @@ record Profile(String name, Duration idleWarmup, Duration idleWindowLong, Durati
     static final Profile DEFAULT = new Profile("default", Duration.ofSeconds(3), Duration.ofSeconds(60),
             Duration.ofSeconds(30), Duration.ofSeconds(10), 32, List.of(8, 32, 64), 300, 600, Duration.ofMillis(1500),
             60, 300, Duration.ofSeconds(2), Duration.ofSeconds(12), Duration.ofSeconds(2), Duration.ofSeconds(12),
-            Duration.ofSeconds(6), 2, Duration.ofSeconds(2), Duration.ofSeconds(12));
+            Duration.ofSeconds(6), 3, Duration.ofSeconds(2), Duration.ofSeconds(12));
 
     static final Profile QUICK = new Profile("quick", Duration.ofMillis(500), Duration.ofSeconds(2),
             Duration.ofSeconds(1), Duration.ofSeconds(1), 32, List.of(8, 32, 64), 20, 20, Duration.ofMillis(300), 5,
