@@ -210,7 +210,8 @@ public final class LongPoller implements AutoCloseable {
         long until = Math.min(lastUnsuccessfulWake + settings.wakeCoalescing().toNanos(), deadline);
         long wait = until - System.nanoTime();
         if (wait <= 0) {
-            return true;
+            // A wake that arrives once the deadline has passed is handed on like one that arrives during the pause.
+            return System.nanoTime() < deadline && !closed.get();
         }
         try {
             TimeUnit.NANOSECONDS.sleep(wait);

@@ -891,12 +891,13 @@ class LongPollProviderTest {
             PostgresProvider p = h.provider;
             h.warmUp();
             assertEquals(Optional.empty(), p.fetchWorkItem(LONG_LOCK, Duration.ofMillis(100), null, TagFilter.any()));
-            // A write nobody announces (say, a writer that crashed between its commit and its announcement): the
-            // enqueue function called straight from SQL.
+            // A write nobody announces: a provider that crashed between its commit and its announcement (its
+            // statement, marked as announced so the notify triggers skip it, run straight from SQL).
             WorkItem.ActivityExecute item = activity("unannounced", 1);
+            String s = io.pgdurable.postgres.Identifiers.quote(h.schema);
             try (Connection c = TestDatabase.connect();
-                 PreparedStatement ps = c.prepareStatement("SELECT " + io.pgdurable.postgres.Identifiers.quote(h.schema)
-                         + ".enqueue_worker_item(?, ?, ?, 1, 1, NULL, NULL)")) {
+                 PreparedStatement ps = c.prepareStatement("SELECT " + s + ".enqueue_worker_item(?, " + s
+                         + ".provider_write(?, NULL, true), ?, 1, 1, NULL, NULL)")) {
                 ps.setString(1, item.toJson());
                 ps.setLong(2, System.currentTimeMillis());
                 ps.setString(3, item.instance());
