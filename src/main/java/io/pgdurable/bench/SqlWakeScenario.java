@@ -1,10 +1,6 @@
 package io.pgdurable.bench;
 
 import io.pgdurable.postgres.Identifiers;
-import io.pgdurable.spi.Events;
-import io.pgdurable.spi.ExecutionMetadata;
-import io.pgdurable.spi.FetchedOrchestration;
-import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.OrchestrationProvider;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -13,7 +9,6 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -82,28 +77,7 @@ final class SqlWakeScenario extends PairedScenario {
              Connection writer = DriverManager.getConnection(ctx.url())) {
             String s = Identifiers.quote(hub.schema());
             OrchestrationProvider p = hub.provider();
-            dispatchers.start("sqlwake-worker", 1, i -> () -> {
-                Optional<FetchedWorkItem> f = mode.pollWork(p, LOCK);
-                if (f.isPresent()) {
-                    long at = System.nanoTime();
-                    p.ackWorkItem(f.get().lockToken(), null);
-                    workerSeen.put(at);
-                }
-            });
-            dispatchers.start("sqlwake-orch", 1, i -> () -> {
-                Optional<FetchedOrchestration> f = mode.pollOrchestration(p, LOCK);
-                if (f.isPresent()) {
-                    long at = System.nanoTime();
-                    FetchedOrchestration turn = f.get();
-                    p.ackOrchestrationItem(turn.lockToken(), turn.item().executionId(),
-                            List.of(Events.orchestrationStarted(1, NAME, "1.0.0", "{}"),
-                                    Events.orchestrationCompleted(2, "null")),
-                            List.of(), List.of(),
-                            ExecutionMetadata.of(NAME, "1.0.0").withStatus(ExecutionMetadata.COMPLETED, "null"),
-                            List.of());
-                    orchSeen.put(at);
-                }
-            });
+            WakeScenario.startDispatchers(dispatchers, "sqlwake", mode, p, LOCK, NAME, workerSeen, orchSeen);
             hub.awaitParked(2, 10_000);
             signals0 = hub.signals().snapshot();
             try (PreparedStatement activity = writer.prepareStatement(

@@ -60,6 +60,37 @@ final class WakeScenario extends PairedScenario {
         return m;
     }
 
+    /**
+     * One dispatcher per queue on {@code p}: each acks what it fetched (an orchestration completes in its first
+     * turn) and reports the moment its fetch returned on {@code workerSeen} / {@code orchSeen}.
+     */
+    static void startDispatchers(Workers dispatchers, String prefix, Mode mode, OrchestrationProvider p,
+                                 Duration lock, String name, BlockingQueue<Long> workerSeen,
+                                 BlockingQueue<Long> orchSeen) {
+        dispatchers.start(prefix + "-worker", 1, i -> () -> {
+            Optional<FetchedWorkItem> f = mode.pollWork(p, lock);
+            if (f.isPresent()) {
+                long at = System.nanoTime();
+                p.ackWorkItem(f.get().lockToken(), null);
+                workerSeen.put(at);
+            }
+        });
+        dispatchers.start(prefix + "-orch", 1, i -> () -> {
+            Optional<FetchedOrchestration> f = mode.pollOrchestration(p, lock);
+            if (f.isPresent()) {
+                long at = System.nanoTime();
+                FetchedOrchestration turn = f.get();
+                p.ackOrchestrationItem(turn.lockToken(), turn.item().executionId(),
+                        List.of(Events.orchestrationStarted(1, name, "1.0.0", "{}"),
+                                Events.orchestrationCompleted(2, "null")),
+                        List.of(), List.of(),
+                        ExecutionMetadata.of(name, "1.0.0").withStatus(ExecutionMetadata.COMPLETED, "null"),
+                        List.of());
+                orchSeen.put(at);
+            }
+        });
+    }
+
     @Override
     ModeResult runMode(Mode mode, BenchContext ctx) throws Exception {
         int samples = ctx.profile().wakeSamples();
@@ -77,28 +108,7 @@ final class WakeScenario extends PairedScenario {
              PostgresProvider other = PostgresProvider.create(hub.provider().config().toBuilder().longPolling(false)
                      .migrationPolicy(MigrationPolicy.VERIFY_ONLY).poolSize(2).build())) {
             OrchestrationProvider p = hub.provider();
-            dispatchers.start("wake-worker", 1, i -> () -> {
-                Optional<FetchedWorkItem> f = mode.pollWork(p, LOCK);
-                if (f.isPresent()) {
-                    long at = System.nanoTime();
-                    p.ackWorkItem(f.get().lockToken(), null);
-                    workerSeen.put(at);
-                }
-            });
-            dispatchers.start("wake-orch", 1, i -> () -> {
-                Optional<FetchedOrchestration> f = mode.pollOrchestration(p, LOCK);
-                if (f.isPresent()) {
-                    long at = System.nanoTime();
-                    FetchedOrchestration turn = f.get();
-                    p.ackOrchestrationItem(turn.lockToken(), turn.item().executionId(),
-                            List.of(Events.orchestrationStarted(1, NAME, "1.0.0", "{}"),
-                                    Events.orchestrationCompleted(2, "null")),
-                            List.of(), List.of(),
-                            ExecutionMetadata.of(NAME, "1.0.0").withStatus(ExecutionMetadata.COMPLETED, "null"),
-                            List.of());
-                    orchSeen.put(at);
-                }
-            });
+            startDispatchers(dispatchers, "wake", mode, p, LOCK, NAME, workerSeen, orchSeen);
             hub.awaitParked(2, 10_000);
             signals0 = hub.signals().snapshot();
             for (int i = 0; i < 3 * samples; i++) {
