@@ -229,16 +229,24 @@ class PgDurableCliTest {
         String db = TestDatabase.url();
         assertEquals(1, cli("activate", "--db", db, "--schema", schema).code(), "an unmigrated schema is refused");
         assertEquals(0, cli("migrate", "--db", db, "--schema", schema).code());
-        assertTrue(cli("status", "--db", db, "--schema", schema).out().contains("long polling: not activated"));
+        String before = cli("status", "--db", db, "--schema", schema).out();
+        assertTrue(before.contains("long polling: not activated"), before);
+        assertTrue(before.contains("notify triggers: disabled (0/9)"), before);
 
         Result activated = cli("activate", "--db", db, "--schema", schema);
         assertEquals(0, activated.code(), activated.all());
         assertTrue(activated.out().contains("long polling activated"), activated.out());
-        assertTrue(cli("status", "--db", db, "--schema", schema).out().contains("long polling: activated"));
+        assertTrue(activated.out().contains("notify triggers enabled (9/9)"), activated.out());
+        String after = cli("status", "--db", db, "--schema", schema).out();
+        assertTrue(after.contains("long polling: activated"), after);
+        assertTrue(after.contains("notify triggers: enabled (9/9)"), after);
         Map<String, Object> json = Json.parseObject(cli("status", "--db", db, "--schema", schema, "--json").out());
         assertEquals(Boolean.TRUE, json.get("longPollingActivated"));
+        assertEquals(Map.of("enabled", 9L, "total", 9L), json.get("notifyTriggers"));
 
         assertEquals(0, cli("activate", "--off", "--db", db, "--schema", schema).code());
-        assertTrue(cli("status", "--db", db, "--schema", schema).out().contains("long polling: not activated"));
+        String off = cli("status", "--db", db, "--schema", schema).out();
+        assertTrue(off.contains("long polling: not activated"), off);
+        assertTrue(off.contains("notify triggers: disabled (0/9)"), off);
     }
 }
