@@ -106,6 +106,70 @@ class NotifyTriggersTest {
     }
 
     @Test
+    void activation_waits_for_a_running_writer_in_bounded_attempts_and_holds_other_writers_back_only_briefly()
+            throws Exception {
+        String schema = TestDatabase.newSchemaName("trg_lock");
+        PostgresProviderConfig config = TestDatabase.config(schema).migrationLockTimeout(Duration.ofMillis(100))
+                .migrationLockBudget(Duration.ofSeconds(20)).build();
+        try (PostgresProvider ignored = PostgresProvider.create(config);
+             Connection writer = TestDatabase.connect();
+             Connection other = TestDatabase.connect()) {
+            String s = Identifiers.quote(schema);
+            writer.setAutoCommit(false);
+            try (Statement st = writer.createStatement()) {
+                st.execute("SELECT " + s + ".enqueue_worker_item('{}', 0, 'w', 1, 1, NULL, NULL)"); // holds the table
+            }
+            SchemaMigrator m = migrator(config);
+            BackgroundFetch<Boolean> activation = BackgroundFetch.start("activate", () -> {
+                m.activate();
+                return Optional.of(true);
+            });
+            // While the writer runs, activation keeps giving up and retrying; other writers get through between tries.
+            for (int i = 0; i < 5; i++) {
+                long t0 = System.nanoTime();
+                try (Statement st = other.createStatement()) {
+                    st.execute("SELECT " + s + ".enqueue_orchestrator_item('o', 'ExternalRaised', '{}', 0, 0)");
+                }
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                assertTrue(ms < 1_000, "another writer was held back " + ms + " ms (each attempt gives up at 100 ms)");
+                assertFalse(activation.isDone(), "activation cannot finish while the writer holds worker_queue");
+            }
+            writer.commit();
+            assertEquals(Optional.of(true), activation.get(Duration.ofSeconds(15)));
+            assertEquals(new SchemaMigrator.NotifyTriggers(9, 9), m.notifyTriggers());
+            assertTrue(m.activated());
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
+    void activation_that_cannot_get_the_tables_within_its_budget_fails_retryably_and_changes_nothing()
+            throws Exception {
+        String schema = TestDatabase.newSchemaName("trg_budget");
+        PostgresProviderConfig config = TestDatabase.config(schema).migrationLockTimeout(Duration.ofMillis(100))
+                .migrationLockBudget(Duration.ofSeconds(1)).build();
+        try (PostgresProvider ignored = PostgresProvider.create(config);
+             Connection writer = TestDatabase.connect()) {
+            writer.setAutoCommit(false);
+            try (Statement st = writer.createStatement()) {
+                st.execute("SELECT " + Identifiers.quote(schema)
+                        + ".enqueue_worker_item('{}', 0, 'w', 1, 1, NULL, NULL)");
+            }
+            SchemaMigrator m = migrator(config);
+            io.pgdurable.spi.ProviderException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    io.pgdurable.spi.ProviderException.class, m::activate);
+            assertTrue(e.retryable(), e.toString());
+            assertEquals(Optional.of("55P03"), e.sqlState(), e.toString());
+            writer.rollback();
+            assertEquals(new SchemaMigrator.NotifyTriggers(0, 9), m.notifyTriggers(), "rolled back whole");
+            assertFalse(m.activated());
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
     void a_schema_at_v7_migrates_forward_with_its_activation_carried_over() {
         String activated = TestDatabase.newSchemaName("trg_v7_on");
         String plain = TestDatabase.newSchemaName("trg_v7_off");
