@@ -111,12 +111,17 @@ LANGUAGE sql IMMUTABLE AS $$
                 ELSE array_to_string(p_tags, ',') END;
 $$;
 
-CREATE FUNCTION ${schema}.notify_worker(p_at BIGINT, p_n BIGINT, p_untagged BOOLEAN, p_tags TEXT[],
-                                        p_sessions BOOLEAN)
+-- One worker payload for the rows (p_at, p_tags, p_sessions) of one statement (at least one row): their earliest
+-- time, how many (0 with p_lease_end: they come back when their leases end) and their routing.
+CREATE FUNCTION ${schema}.notify_worker(p_at BIGINT[], p_tags TEXT[], p_sessions TEXT[], p_lease_end BOOLEAN)
 RETURNS VOID
 LANGUAGE sql AS $$
-    SELECT pg_notify('${channel}', 'w|' || p_at || '|' || p_n || '|' || p_untagged::INT || '|'
-                     || ${schema}.notify_tag_field(p_tags) || '|' || p_sessions::INT || ${schema}.notify_origin());
+    SELECT pg_notify('${channel}', 'w|' || min(r.at) || '|' || CASE WHEN p_lease_end THEN 0 ELSE count(*) END
+                     || '|' || bool_or(r.tag IS NULL)::INT || '|'
+                     || ${schema}.notify_tag_field(
+                            COALESCE(array_agg(DISTINCT r.tag) FILTER (WHERE r.tag IS NOT NULL), '{}'))
+                     || '|' || bool_or(r.session IS NOT NULL)::INT || ${schema}.notify_origin())
+      FROM unnest(p_at, p_tags, p_sessions) AS r(at, tag, session);
 $$;
 
 -- New orchestrator messages (enqueues, a turn's messages and timers, activity completions).
@@ -175,21 +180,10 @@ $$;
 CREATE FUNCTION ${schema}.notify_worker_insert()
 RETURNS TRIGGER
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_at   BIGINT;
-    v_n    BIGINT;
-    v_u    BOOLEAN;
-    v_tags TEXT[];
-    v_s    BOOLEAN;
 BEGIN
-    SELECT min(r.visible_at_ms), count(*), bool_or(r.tag IS NULL),
-           COALESCE(array_agg(DISTINCT r.tag) FILTER (WHERE r.tag IS NOT NULL), '{}'),
-           bool_or(r.session_id IS NOT NULL)
-      INTO v_at, v_n, v_u, v_tags, v_s
-      FROM new_rows r;
-    IF v_n > 0 THEN
-        PERFORM ${schema}.notify_worker(v_at, v_n, v_u, v_tags, v_s);
-    END IF;
+    PERFORM ${schema}.notify_worker(array_agg(r.visible_at_ms), array_agg(r.tag), array_agg(r.session_id), false)
+       FROM new_rows r
+     HAVING count(*) > 0;
     RETURN NULL;
 END
 $$;
@@ -199,32 +193,17 @@ $$;
 CREATE FUNCTION ${schema}.notify_worker_update()
 RETURNS TRIGGER
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_at   BIGINT;
-    v_n    BIGINT;
-    v_u    BOOLEAN;
-    v_tags TEXT[];
-    v_s    BOOLEAN;
 BEGIN
-    SELECT min(n.visible_at_ms), count(*), bool_or(n.tag IS NULL),
-           COALESCE(array_agg(DISTINCT n.tag) FILTER (WHERE n.tag IS NOT NULL), '{}'),
-           bool_or(n.session_id IS NOT NULL)
-      INTO v_at, v_n, v_u, v_tags, v_s
-      FROM new_rows n JOIN old_rows o ON o.id = n.id
-     WHERE n.lock_token IS NULL AND (o.lock_token IS NOT NULL OR o.visible_at_ms <> n.visible_at_ms);
-    IF v_n > 0 THEN
-        PERFORM ${schema}.notify_worker(v_at, v_n, v_u, v_tags, v_s);
-        RETURN NULL;
-    END IF;
-
-    SELECT min(n.locked_until_ms), bool_or(n.tag IS NULL),
-           COALESCE(array_agg(DISTINCT n.tag) FILTER (WHERE n.tag IS NOT NULL), '{}'),
-           bool_or(n.session_id IS NOT NULL)
-      INTO v_at, v_u, v_tags, v_s
-      FROM new_rows n JOIN old_rows o ON o.id = n.id
-     WHERE n.lock_token IS NOT NULL AND n.locked_until_ms IS DISTINCT FROM o.locked_until_ms;
-    IF v_at IS NOT NULL THEN
-        PERFORM ${schema}.notify_worker(v_at, 0, v_u, v_tags, v_s);
+    PERFORM ${schema}.notify_worker(array_agg(n.visible_at_ms), array_agg(n.tag), array_agg(n.session_id), false)
+       FROM new_rows n JOIN old_rows o ON o.id = n.id
+      WHERE n.lock_token IS NULL AND (o.lock_token IS NOT NULL OR o.visible_at_ms <> n.visible_at_ms)
+     HAVING count(*) > 0;
+    IF NOT FOUND THEN
+        PERFORM ${schema}.notify_worker(array_agg(n.locked_until_ms), array_agg(n.tag), array_agg(n.session_id),
+                                        true)
+           FROM new_rows n JOIN old_rows o ON o.id = n.id
+          WHERE n.lock_token IS NOT NULL AND n.locked_until_ms IS DISTINCT FROM o.locked_until_ms
+         HAVING count(*) > 0;
     END IF;
     RETURN NULL;
 END
