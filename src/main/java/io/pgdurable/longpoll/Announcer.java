@@ -133,11 +133,6 @@ public final class Announcer implements AutoCloseable {
         thread.start();
     }
 
-    /** The origin this announcer's payloads carry. */
-    public String origin() {
-        return origin;
-    }
-
     /**
      * Announces hints of a write that has committed at application time {@code nowMs} (the time the operation
      * passed to SQL: the caller's thread reads the clock once per operation). Never blocks on the database; never
