@@ -17,7 +17,7 @@ import java.util.UUID;
 public final class Bench {
     /** Every scenario, in run order. */
     public static final List<String> SCENARIOS = List.of("idle", "wake", "timer", "lease", "wakes-per-item",
-            "throughput", "fanout", "notify-overhead", "sql-wake", "sidecar");
+            "throughput", "drain", "fanout", "notify-overhead", "sql-wake", "sidecar");
 
     /**
      * What to run.
@@ -62,6 +62,7 @@ public final class Bench {
             case "lease": return new LeaseScenario();
             case "wakes-per-item": return new WakesPerItemScenario();
             case "throughput": return new ThroughputScenario();
+            case "drain": return new DrainScenario();
             case "fanout": return new FanoutScenario();
             case "notify-overhead": return new NotifyOverheadScenario();
             case "sql-wake": return new SqlWakeScenario();

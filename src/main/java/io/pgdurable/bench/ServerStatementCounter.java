@@ -139,6 +139,25 @@ public final class ServerStatementCounter implements AutoCloseable {
     }
 
     /**
+     * Server execution time of every statement on this database so far, in milliseconds (pg_stat_statements'
+     * {@code total_exec_time}, own reads left out); NaN without pg_stat_statements.
+     */
+    public synchronized double execMillis() {
+        if (source != Source.PG_STAT_STATEMENTS) {
+            return Double.NaN;
+        }
+        try (Statement st = connection.createStatement();
+             ResultSet rs = st.executeQuery("SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements WHERE "
+                     + DB + " AND " + OWN)) {
+            reads++;
+            rs.next();
+            return rs.getDouble(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot read pg_stat_statements: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Transactions committed or rolled back in this database so far ({@code pg_stat_database}), own reads left out.
      * Beside pg_stat_statements it also sees round trips that are no statement there, such as the empty query a
      * connection pool sends to validate a connection.

@@ -41,6 +41,12 @@ final class Targets {
         t.add(Target.atMost("wake-remote-p99", "wake",
                 "wake latency (worker queue, enqueued through another provider: NOTIFY): p99 ≤ 5 ms",
                 "workerFromOtherProvider.p99", 5, "ms"));
+        t.add(Target.atMost("wake-worker-p50-tight", "wake", "wake latency (worker queue, same process): p50 ≤ 0.5 ms "
+                + "(issue 12)", "worker.p50", 0.5, "ms"));
+        t.add(Target.atMost("wake-remote-p50-tight", "wake", "wake latency (worker queue, enqueued in another "
+                + "process: NOTIFY): p50 ≤ 0.6 ms (issue 12)", "workerFromOtherProvider.p50", 0.6, "ms"));
+        t.add(Target.atMost("wake-remote-p99-tight", "wake", "wake latency (worker queue, enqueued in another "
+                + "process: NOTIFY): p99 ≤ 3 ms (issue 12)", "workerFromOtherProvider.p99", 3, "ms"));
         t.add(Target.atMost("timer-p99", "timer", "delayed items: p99 ≤ 5 ms after visible-at",
                 "lateness.p99", 5, "ms"));
         t.add(Target.atMost("timer-never-early", "timer", "delayed items: never before visible-at",
@@ -55,6 +61,12 @@ final class Targets {
                 2200, "items/s"));
         t.add(Target.atLeast("throughput-batched", "throughput", "batched (100): ≥ 11,000 items/s",
                 "batched.itemsPerSecond", 11000, "items/s"));
+        t.add(Target.atLeast("drain-single", "drain",
+                "drain, one item per fetch and ack: ≥ 0.42 × the single-row raw-SQL floor of the same run (issue 12)",
+                "single.ratioToFloor", 0.42, "× floor"));
+        t.add(Target.atLeast("drain-batched", "drain",
+                "drain, batched (fetchWorkItems 100 + ackWorkItems): ≥ 0.25 × the 100-row raw-SQL floor (issue 12)",
+                "batched.ratioToFloor", 0.25, "× floor"));
         t.add(Target.atLeast("fanout-10ms", "fanout",
                 "fan-out of 5, 10 ms activities, 2 orchestrator + 2 worker dispatchers: ≥ 36 orchestrations/s",
                 "10ms.orchestrationsPerSecond", 36, "orchestrations/s"));

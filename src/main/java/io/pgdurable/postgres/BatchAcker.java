@@ -13,8 +13,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Opt-in batched terminal acks of the worker queue ({@code ackBatchSize} above 1): hands each ack to a
- * {@link WorkCompleter} and blocks until its flush answers; a flush is one {@code ack_work_items} call.
+ * Terminal acks of the worker queue in one {@code ack_work_items} call each: the caller's own list
+ * ({@code ackWorkItems}, on the caller's thread) and, with {@code ackBatchSize} above 1, the group commit of single
+ * acks, each handed to a {@link WorkCompleter} and blocking until its flush answers.
  */
 final class BatchAcker {
     // The provider's logger name, as before these classes were split out, so logging configuration still applies.
@@ -22,9 +23,12 @@ final class BatchAcker {
     private static final String OP = "ackWorkItem";
     /** Client-side cancel of a batched ack flush that hangs (pgjdbc query timeout, whole seconds). */
     private static final int ACK_FLUSH_TIMEOUT_SECONDS = 30;
+    /** Acks per {@code ack_work_items} call of {@link #ackAll}: bounds one transaction's rows and reply. */
+    static final int MAX_ACKS_PER_CALL = 1000;
 
     private final SqlRunner db;
     private final Statements sql;
+    /** Null with {@code ackBatchSize} 1: single acks are then one {@code ack_work_item} call each. */
     private final WorkCompleter completer;
     private final Duration waitBound;
     private final ObjLongConsumer<List<Hint>> announce;
@@ -34,12 +38,34 @@ final class BatchAcker {
         this.announce = announce;
         this.db = db;
         this.sql = sql;
-        this.completer = new WorkCompleter("pgdurable-acks-" + schema, OP, batchSize, flushIdle, this::flush);
+        this.completer = batchSize > 1
+                ? new WorkCompleter("pgdurable-acks-" + schema, OP, batchSize, flushIdle, acks -> flush(OP, acks)) : null;
         this.waitBound = waitBound(connectionTimeout, batchSize, flushIdle);
     }
 
     void start() {
-        completer.start();
+        if (completer != null) {
+            completer.start();
+        }
+    }
+
+    /** Whether single acks are grouped ({@code ackBatchSize} above 1). */
+    boolean grouping() {
+        return completer != null;
+    }
+
+    /**
+     * Acks {@code acks} on the caller's thread, in calls of at most {@value #MAX_ACKS_PER_CALL}: per position null
+     * (acked) or that item's own error. Throws when a call failed as a whole (that call acked nothing).
+     */
+    ProviderException[] ackAll(String op, List<WorkCompleter.Ack> acks) {
+        ProviderException[] out = new ProviderException[acks.size()];
+        for (int from = 0; from < acks.size(); from += MAX_ACKS_PER_CALL) {
+            int to = Math.min(acks.size(), from + MAX_ACKS_PER_CALL);
+            ProviderException[] part = flush(op, acks.subList(from, to));
+            System.arraycopy(part, 0, out, from, part.length);
+        }
+        return out;
     }
 
     /** Returns once the ack is committed, or throws its own error or its flush's. */
@@ -51,12 +77,14 @@ final class BatchAcker {
     }
 
     int pending() {
-        return completer.pending();
+        return completer == null ? 0 : completer.pending();
     }
 
     /** Flushes buffered acks within {@code drain}; the caller closes the pool only afterwards. */
     void close(Duration drain) {
-        completer.close(drain);
+        if (completer != null) {
+            completer.close(drain);
+        }
     }
 
     /**
@@ -75,8 +103,7 @@ final class BatchAcker {
      * check per item), enqueues the completions and marks sessions active. A deadlock or serialization failure is
      * re-run once (the call rolled back as a whole).
      */
-    private ProviderException[] flush(List<WorkCompleter.Ack> acks) {
-        String op = OP;
+    private ProviderException[] flush(String op, List<WorkCompleter.Ack> acks) {
         int n = acks.size();
         String[] tokens = new String[n];
         Long[] nows = new Long[n];

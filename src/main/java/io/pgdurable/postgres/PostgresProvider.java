@@ -6,6 +6,7 @@ import static io.pgdurable.postgres.SqlRunner.singleInt;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgdurable.internal.Json;
+import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.CustomStatus;
 import io.pgdurable.spi.DispatcherCapabilityFilter;
 import io.pgdurable.spi.Event;
@@ -20,6 +21,7 @@ import io.pgdurable.spi.SemverRange;
 import io.pgdurable.spi.SessionFetchConfig;
 import io.pgdurable.spi.SystemStats;
 import io.pgdurable.spi.TagFilter;
+import io.pgdurable.spi.WorkAck;
 import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
 import java.sql.Connection;
@@ -82,7 +84,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final BatchEnqueuer batchEnqueuer;
     /** Turns handed out by this provider and not yet ended; consulted only with long polling (local wakes). */
     private final TurnsInProgress turns = new TurnsInProgress();
-    /** Batched terminal acks; null with {@code ackBatchSize} 1 (every ack is its own call). */
+    /** Acks in one call per list ({@link #ackWorkItems}) and, with {@code ackBatchSize} above 1, grouped single acks. */
     private final BatchAcker acker;
 
     private PostgresProvider(PostgresProviderConfig config) {
@@ -163,13 +165,9 @@ public final class PostgresProvider implements OrchestrationProvider {
                 announcer::announce);
         this.batchEnqueuer = new BatchEnqueuer(db, sql, payloads, clock, config.enqueueChunkItems(),
                 config.enqueueChunkBytes(), config.enqueueRetryBudget(), announcer::announce);
-        if (config.ackBatchSize() > 1) {
-            this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
-                    config.connectionTimeout(), announcer::announce);
-            this.acker.start();
-        } else {
-            this.acker = null;
-        }
+        this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
+                config.connectionTimeout(), announcer::announce);
+        this.acker.start();
     }
 
     /**
@@ -600,43 +598,133 @@ public final class PostgresProvider implements OrchestrationProvider {
         Optional<FetchedWorkItem> claimed = call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.fetchWorkItem)) {
                 request.bind(c, ps, now, token);
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (!rs.next()) {
-                        return Optional.empty();
-                    }
-                    String text = rs.getString(1);
-                    int attempts = rs.getInt(2);
-                    WorkItem item;
-                    try {
-                        item = WorkItem.fromJson(text);
-                    } catch (IllegalArgumentException bad) {
-                        leases.releaseUndecodableWorkItem(token);
-                        throw ProviderException.permanent(op, "a worker queue item cannot be decoded: "
-                                + bad.getMessage());
-                    }
-                    return Optional.of(new FetchedWorkItem(item, token, attempts));
-                }
+                return readClaimed(op, ps, token, true);
             }
         });
         claimed.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item())), now));
         return claimed;
     }
 
+    /**
+     * The item a claim returned, if any. An item that cannot be decoded is released (its attempt counted) and, with
+     * {@code throwUndecodable}, reported as a permanent error; otherwise left for the next plain fetch to report.
+     */
+    private Optional<FetchedWorkItem> readClaimed(String op, PreparedStatement ps, String token,
+                                                  boolean throwUndecodable) throws SQLException {
+        try (ResultSet rs = ps.executeQuery()) {
+            if (!rs.next()) {
+                return Optional.empty();
+            }
+            String text = rs.getString(1);
+            int attempts = rs.getInt(2);
+            try {
+                return Optional.of(new FetchedWorkItem(WorkItem.fromJson(text), token, attempts));
+            } catch (IllegalArgumentException bad) {
+                leases.releaseUndecodableWorkItem(token);
+                if (!throwUndecodable) {
+                    LOG.warn("pgdurable: {}: the next worker queue item cannot be decoded ({}); released, the next "
+                            + "fetch reports it", op, bad.getMessage());
+                    return Optional.empty();
+                }
+                throw ProviderException.permanent(op, "a worker queue item cannot be decoded: " + bad.getMessage());
+            }
+        }
+    }
+
+    /**
+     * One round trip and one transaction ({@code ack_and_fetch_work_item}): the ack, then a claim without waiting.
+     * The ack already committed when the next item turns out undecodable, so that item is released and the result
+     * is empty (the following fetch reports it) rather than an error that would read as a failed ack.
+     */
+    @Override
+    public Optional<FetchedWorkItem> ackWorkItemAndFetchNext(String lockToken, WorkItem completion,
+                                                             Duration lockTimeout, SessionFetchConfig session,
+                                                             TagFilter tagFilter) {
+        String op = "ackWorkItemAndFetchNext";
+        Payloads.notNull(op, "lockToken", lockToken);
+        String completionJson = completionJson(op, completion);
+        long lockMs = Payloads.positiveMillis(op, "lockTimeout", lockTimeout);
+        Payloads.notNull(op, "tagFilter", tagFilter);
+        if (tagFilter instanceof TagFilter.None) {
+            ackWorkItem(lockToken, completion);
+            return Optional.empty();
+        }
+        WorkerClaim request = WorkerClaim.of(lockMs, session, tagFilter);
+        String token = SqlRunner.newToken();
+        long now = clock.millis();
+        Optional<FetchedWorkItem> next = call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.ackAndFetchWorkItem)) {
+                ps.setString(1, lockToken);
+                ps.setLong(2, now);
+                ps.setString(3, completion == null ? null : completion.instance());
+                ps.setString(4, completion == null ? null : completion.kind());
+                ps.setString(5, completionJson);
+                request.bindLease(c, ps, 6, token);
+                return readClaimed(op, ps, token, false);
+            }
+        });
+        if (completion != null) {
+            announceMessageFor(completion.instance(), now, now);
+        }
+        next.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item())), now));
+        return next;
+    }
+
+    /**
+     * All acks in one {@code ack_work_items} call per {@value BatchAcker#MAX_ACKS_PER_CALL}, on the caller's thread
+     * (no hand-off to the group-commit flusher, whatever {@code ackBatchSize} says). Every argument is checked before
+     * anything is sent.
+     */
+    @Override
+    public List<AckResult> ackWorkItems(List<WorkAck> acks) {
+        String op = "ackWorkItems";
+        Payloads.notNull(op, "acks", acks);
+        if (acks.isEmpty()) {
+            return List.of();
+        }
+        long now = clock.millis();
+        List<WorkCompleter.Ack> batch = new ArrayList<>(acks.size());
+        for (int i = 0; i < acks.size(); i++) {
+            WorkAck a = acks.get(i);
+            if (a == null || a.lockToken() == null) {
+                throw ProviderException.permanent(op, "ack " + i + " has no lock token");
+            }
+            WorkItem completion = a.completion();
+            String json = completionJson(op, "ack " + i + " completion", completion);
+            batch.add(new WorkCompleter.Ack(a.lockToken(), now, completion == null ? null : completion.instance(),
+                    completion == null ? null : completion.kind(), json));
+        }
+        ProviderException[] outcomes = acker.ackAll(op, batch);
+        List<AckResult> results = new ArrayList<>(acks.size());
+        for (int i = 0; i < outcomes.length; i++) {
+            results.add(new AckResult(acks.get(i).lockToken(), outcomes[i]));
+        }
+        return results;
+    }
+
+    /** The completion's JSON, or null without one; only activity outcomes may complete a worker item. */
+    private String completionJson(String op, WorkItem completion) {
+        return completionJson(op, "completion", completion);
+    }
+
+    private String completionJson(String op, String what, WorkItem completion) {
+        if (completion == null) {
+            return null;
+        }
+        if (!(completion instanceof WorkItem.ActivityCompleted || completion instanceof WorkItem.ActivityFailed)) {
+            throw ProviderException.permanent(op, what + " must be ActivityCompleted or ActivityFailed, was "
+                    + completion.kind());
+        }
+        return payloads.encode(op, what, completion);
+    }
+
     @Override
     public void ackWorkItem(String lockToken, WorkItem completion) {
         String op = "ackWorkItem";
         Payloads.notNull(op, "lockToken", lockToken);
-        String json = null;
-        if (completion != null) {
-            if (!(completion instanceof WorkItem.ActivityCompleted || completion instanceof WorkItem.ActivityFailed)) {
-                throw ProviderException.permanent(op, "completion must be ActivityCompleted or ActivityFailed, was "
-                        + completion.kind());
-            }
-            json = payloads.encode(op, "completion", completion);
-        }
-        String completionJson = json;
+        String completionJson = completionJson(op, completion);
         long now = clock.millis();
-        if (acker != null) {
+        if (acker.grouping()) {
             acker.ack(new WorkCompleter.Ack(lockToken, now, completion == null ? null : completion.instance(),
                     completion == null ? null : completion.kind(), completionJson));
             return;
@@ -659,7 +747,7 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     /** Acks handed to the batched-ack flusher and not yet answered; always 0 with {@code ackBatchSize} 1. */
     public int pendingAcks() {
-        return acker == null ? 0 : acker.pending();
+        return acker.pending();
     }
 
     @Override
@@ -803,9 +891,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (longPoller != null) {
             longPoller.close(); // parked fetches return empty before the pool goes away
         }
-        if (acker != null) {
-            acker.close(config.ackDrainTimeout()); // flushes buffered acks while the pool is still open
-        }
+        acker.close(config.ackDrainTimeout()); // flushes buffered acks while the pool is still open
         announcer.close(); // sends what the drained acks announced, then the pool may go
         if (ownedPool != null) {
             ownedPool.close();

@@ -21,6 +21,7 @@ final class Statements {
     final String enqueueWorkerItem;
     final String fetchWorkItem;
     final String ackWorkItem;
+    final String ackAndFetchWorkItem;
     final String renewWorkItemLock;
     final String abandonWorkItem;
     final String renewSessionLocks;
@@ -78,6 +79,7 @@ final class Statements {
         enqueueWorkerItem = "SELECT " + s + "enqueue_worker_item(" + marked(7, 2, mark) + ")";
         fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(" + marked(7, 1, mark) + ")";
         ackWorkItem = "SELECT " + s + "ack_work_item(" + marked(5, 2, mark) + ")";
+        ackAndFetchWorkItem = "SELECT * FROM " + s + "ack_and_fetch_work_item(" + marked(11, 2, mark) + ")";
         renewWorkItemLock = "SELECT " + s + "renew_work_item_lock(" + marked(3, 2, mark) + ")";
         abandonWorkItem = "SELECT " + s + "abandon_work_item(" + marked(4, 2, mark) + ")";
         renewSessionLocks = "SELECT " + s + "renew_session_locks(" + marked(4, 2, mark) + ")";

@@ -29,12 +29,17 @@ record WorkerClaim(long lockMs, SessionFetchConfig session, int tagMode, String[
     /** Binds parameters 1 to {@link #PARAMETERS}: now, lease, token (or token prefix), session, tags. */
     void bind(Connection c, PreparedStatement ps, long now, String token) throws SQLException {
         ps.setLong(1, now);
-        ps.setLong(2, lockMs);
-        ps.setString(3, token);
-        ps.setString(4, session == null ? null : session.ownerId());
-        setLongOrNull(ps, 5, session == null ? null : session.lockTimeout().toMillis());
-        ps.setInt(6, tagMode);
-        ps.setArray(7, c.createArrayOf("text", tags));
+        bindLease(c, ps, 2, token);
+    }
+
+    /** Binds the six parameters after the time, from parameter {@code first} on (a call that acks first). */
+    void bindLease(Connection c, PreparedStatement ps, int first, String token) throws SQLException {
+        ps.setLong(first, lockMs);
+        ps.setString(first + 1, token);
+        ps.setString(first + 2, session == null ? null : session.ownerId());
+        setLongOrNull(ps, first + 3, session == null ? null : session.lockTimeout().toMillis());
+        ps.setInt(first + 4, tagMode);
+        ps.setArray(first + 5, c.createArrayOf("text", tags));
     }
 
     /** What claiming {@code claimed} at {@code now} announces: their lease end, and the session lease if taken. */

@@ -137,6 +137,60 @@ public interface OrchestrationProvider extends AutoCloseable {
     /** Deletes the leased item and, when {@code completion} is given, enqueues it for the orchestrator. */
     void ackWorkItem(String lockToken, WorkItem completion);
 
+    /**
+     * {@link #ackWorkItem} and then, only when the ack succeeded, {@link #fetchWorkItem} without waiting
+     * ({@code pollTimeout} zero) under the given lease, session and tag rules: a worker that has just finished an
+     * activity asks for its next one in the same call. The ack has exactly {@link #ackWorkItem}'s semantics; when it
+     * throws, nothing was claimed. An empty result means nothing was claimable at that moment: call
+     * {@link #fetchWorkItem} with a poll timeout to wait for more.
+     *
+     * <p>This default makes the two calls; a provider may do both in one round trip.
+     */
+    default Optional<FetchedWorkItem> ackWorkItemAndFetchNext(String lockToken, WorkItem completion,
+                                                              Duration lockTimeout, SessionFetchConfig session,
+                                                              TagFilter tagFilter) {
+        ackWorkItem(lockToken, completion);
+        return fetchWorkItem(lockTimeout, Duration.ZERO, session, tagFilter);
+    }
+
+    /**
+     * Acks many leased items, each with exactly {@link #ackWorkItem}'s semantics, and returns one result per ack in
+     * input order: an item whose ack fails on its own (an expired lease, an unknown or repeated token) does not stop
+     * the others. The call throws only when it could not be done at all (then the results of what was already acked
+     * are lost to the caller, as with a single ack whose reply was lost; such items are not acked twice: a repeated
+     * ack fails). Argument errors (a null token, a completion of the wrong kind) are thrown before anything is acked.
+     *
+     * <p>This default acks one item at a time; a provider may ack all of them in one round trip.
+     */
+    default List<AckResult> ackWorkItems(List<WorkAck> acks) {
+        if (acks == null) {
+            throw ProviderException.permanent("ackWorkItems", "acks is null");
+        }
+        for (int i = 0; i < acks.size(); i++) {
+            if (acks.get(i) == null || acks.get(i).lockToken() == null) {
+                throw ProviderException.permanent("ackWorkItems", "ack " + i + " has no lock token");
+            }
+            WorkItem c = acks.get(i).completion();
+            if (c != null && !(c instanceof WorkItem.ActivityCompleted || c instanceof WorkItem.ActivityFailed)) {
+                throw ProviderException.permanent("ackWorkItems", "ack " + i + ": completion must be "
+                        + "ActivityCompleted or ActivityFailed, was " + c.kind());
+            }
+        }
+        List<AckResult> out = new ArrayList<>(acks.size());
+        for (WorkAck a : acks) {
+            try {
+                ackWorkItem(a.lockToken(), a.completion());
+                out.add(AckResult.acked(a.lockToken()));
+            } catch (ProviderException e) {
+                if (e.retryable()) {
+                    throw e;
+                }
+                out.add(new AckResult(a.lockToken(), e));
+            }
+        }
+        return out;
+    }
+
     void renewWorkItemLock(String lockToken, Duration extendFor);
 
     void abandonWorkItem(String lockToken, Duration delay, boolean ignoreAttempt);

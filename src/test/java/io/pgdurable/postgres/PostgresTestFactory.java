@@ -38,7 +38,12 @@ public class PostgresTestFactory implements ProviderFactory {
     private OrchestrationProvider open(String schema) {
         PostgresProvider p = PostgresProvider.create(configure(TestDatabase.config(schema)).build());
         providers.add(p);
-        return p;
+        return wrap(p);
+    }
+
+    /** Hook for bindings that drive the provider through other operations (the provider stays closed by us). */
+    protected OrchestrationProvider wrap(PostgresProvider provider) {
+        return provider;
     }
 
     @Override

@@ -7,11 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.BatchEnqueueException;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.TagFilter;
+import io.pgdurable.spi.WorkAck;
 import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
 import java.lang.reflect.InvocationHandler;
@@ -33,7 +35,7 @@ import org.junit.jupiter.api.Test;
 class SpiDefaultMethodsTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
     private static final Set<String> BATCH_METHODS = Set.of("fetchWorkItems", "enqueueAllForWorker",
-            "enqueueAllForOrchestrator");
+            "enqueueAllForOrchestrator", "ackWorkItemAndFetchNext", "ackWorkItems");
     private String schema;
     private PostgresProvider real;
     private OrchestrationProvider plain;
@@ -102,5 +104,39 @@ class SpiDefaultMethodsTest {
         ProviderException e = assertThrows(ProviderException.class,
                 () -> plain.fetchWorkItems(LOCK, null, null, TagFilter.any()));
         assertTrue(e.getMessage().contains("batch is null"), e.getMessage());
+    }
+
+    @Test
+    void the_default_ack_and_fetch_next_acks_then_claims_without_waiting() {
+        real.enqueueForWorker(activity(1));
+        real.enqueueForWorker(activity(2));
+        FetchedWorkItem first = real.fetchWorkItem(LOCK, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+        FetchedWorkItem next = plain.ackWorkItemAndFetchNext(first.lockToken(), null, LOCK, null, TagFilter.any())
+                .orElseThrow();
+        assertEquals(2L, ((WorkItem.ActivityExecute) next.item()).id());
+        assertEquals(List.of(2L), BatchDb.workerActivities(schema));
+        assertThrows(ProviderException.class, () -> plain.ackWorkItemAndFetchNext(first.lockToken(), null, LOCK, null,
+                TagFilter.any()), "a repeated ack fails");
+        assertEquals(1, BatchDb.count(schema, "worker_queue WHERE lock_token IS NOT NULL"), "and claims nothing");
+        long start = System.nanoTime();
+        assertTrue(plain.ackWorkItemAndFetchNext(next.lockToken(), null, LOCK, null, TagFilter.any()).isEmpty());
+        assertTrue(System.nanoTime() - start < Duration.ofSeconds(5).toNanos(), "no waiting for work");
+    }
+
+    @Test
+    void the_default_ack_list_acks_one_by_one_with_per_item_outcomes() {
+        real.enqueueForWorker(activity(1));
+        real.enqueueForWorker(activity(2));
+        FetchedWorkItem a = real.fetchWorkItem(LOCK, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+        FetchedWorkItem b = real.fetchWorkItem(LOCK, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+        ProviderException bad = assertThrows(ProviderException.class, () -> plain.ackWorkItems(List.of(
+                new WorkAck(a.lockToken(), null), new WorkAck(b.lockToken(), activity(3)))));
+        assertTrue(bad.getMessage().contains("ack 1"), bad.getMessage());
+        assertEquals(2, BatchDb.count(schema, "worker_queue"), "checked before anything was acked");
+        List<AckResult> results = plain.ackWorkItems(List.of(new WorkAck(a.lockToken(), null),
+                new WorkAck("unknown", null), new WorkAck(b.lockToken(), null)));
+        assertEquals(List.of(true, false, true), results.stream().map(AckResult::isAcked).toList());
+        assertFalse(results.get(1).error().retryable());
+        assertEquals(0, BatchDb.count(schema, "worker_queue"));
     }
 }

@@ -1,0 +1,471 @@
+package io.pgdurable.bench;
+
+import io.pgdurable.postgres.Identifiers;
+import io.pgdurable.spi.AckResult;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.TagFilter;
+import io.pgdurable.spi.WorkAck;
+import io.pgdurable.spi.WorkBatch;
+import io.pgdurable.spi.WorkItem;
+import java.lang.management.ManagementFactory;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Drain throughput: a worker queue pre-filled with {@code drainItems} items is emptied by {@value #CONSUMERS}
+ * consumers, and the clock runs from their start to the last ack. Every way of consuming is timed in the same mode
+ * and round, beside a raw-SQL floor on the same database (one table, claim and delete in one statement), so the
+ * ratios compare like with like on a noisy machine. Each arm runs {@code drainRounds} times, interleaved; figures
+ * are medians. Every drained item is checked to be acked exactly once and the queue to be empty afterwards.
+ *
+ * <p>Each drain has a provider of its own; once the last ack is counted it is closed, which returns the fetches of
+ * consumers parked on the empty queue.
+ */
+final class DrainScenario extends PairedScenario {
+    static final int CONSUMERS = 4;
+    static final int BATCH = 100;
+    private static final Duration LOCK = Duration.ofSeconds(60);
+    private static final String PAYLOAD_INPUT = "{}";
+
+    /** The ways of consuming, in run order within a round. */
+    enum Arm {
+        RAW_SINGLE("rawSingle", "raw SQL floor, one row per statement: DELETE … WHERE id = (SELECT … FOR UPDATE SKIP "
+                + "LOCKED LIMIT 1) RETURNING payload"),
+        SINGLE("single", "fetchWorkItem + ackWorkItem, one item per call"),
+        ACK_NEXT("ackNext", "ackWorkItemAndFetchNext: the ack and the next claim in one call"),
+        RAW_BATCHED("rawBatched", "raw SQL floor, 100 rows per statement: DELETE … WHERE id IN (SELECT … FOR UPDATE "
+                + "SKIP LOCKED LIMIT 100) RETURNING payload"),
+        BATCHED("batched", "fetchWorkItems (100) + ackWorkItems (the whole batch in one call)"),
+        GROUPED("batchedGroupedAcks", "fetchWorkItems (100) + ackWorkItem per item on a thread of its own, grouped by "
+                + "ackBatchSize 100 (the issue's figure before ackWorkItems)");
+
+        final String key;
+        final String description;
+
+        Arm(String key, String description) {
+            this.key = key;
+            this.description = description;
+        }
+
+        boolean raw() {
+            return this == RAW_SINGLE || this == RAW_BATCHED;
+        }
+    }
+
+    @Override
+    public String name() {
+        return "drain";
+    }
+
+    @Override
+    public String title() {
+        return "Drain throughput against a raw-SQL floor";
+    }
+
+    @Override
+    String description() {
+        StringBuilder sb = new StringBuilder("A pre-filled worker queue is drained by " + CONSUMERS + " consumers; "
+                + "jobs/s = items ÷ (first consumer start → last ack). Arms, each on its own schema, interleaved "
+                + "round by round, medians of the rounds:");
+        for (Arm a : Arm.values()) {
+            sb.append(" **").append(a.key).append("**: ").append(a.description).append(';');
+        }
+        sb.setLength(sb.length() - 1);
+        return sb.append(". Ratios are against the raw floor of the same shape (single or 100 per statement) "
+                + "measured in the same mode and rounds. Client CPU = this JVM's process CPU time per job (the "
+                + "consumers, the provider and the JVM together); server ms per job needs pg_stat_statements. Every "
+                + "item is verified acked exactly once and the queue empty after each drain.").toString();
+    }
+
+    @Override
+    Map<String, Object> settings(Profile p) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("items", p.drainItems());
+        m.put("consumers", CONSUMERS);
+        m.put("batch", BATCH);
+        m.put("rounds", p.drainRounds());
+        m.put("lockTimeoutSeconds", LOCK.toSeconds());
+        return m;
+    }
+
+    /** One timed drain. */
+    private record Run(double seconds, long statements, double serverMs, double cpuMs) {}
+
+    @Override
+    ModeResult runMode(Mode mode, BenchContext ctx) throws Exception {
+        Profile p = ctx.profile();
+        int items = p.drainItems();
+        Map<Arm, List<Run>> runs = new LinkedHashMap<>();
+        for (Arm a : Arm.values()) {
+            runs.put(a, new ArrayList<>());
+        }
+        String raw = ctx.schema(name() + "_raw", mode);
+        createRawTable(ctx, raw);
+        for (int round = 1; round <= p.drainRounds(); round++) {
+            for (Arm a : Arm.values()) {
+                Run run = a.raw() ? rawDrain(ctx, raw, a, items) : drain(ctx, mode, a, items, round);
+                runs.get(a).add(run);
+                ctx.progress().line("drain %s round %d: %s %s jobs/s", mode.key(), round, a.key,
+                        Num.text(items / run.seconds));
+            }
+        }
+        ModeResult r = new ModeResult(mode);
+        Map<Arm, Double> rate = new LinkedHashMap<>();
+        for (Arm a : Arm.values()) {
+            List<Run> rs = runs.get(a);
+            double[] perSecond = rs.stream().mapToDouble(x -> items / x.seconds).sorted().toArray();
+            double median = median(perSecond);
+            rate.put(a, median);
+            r.metric(a.key + ".jobsPerSecond", median, "jobs/s", a.description + " (median of " + rs.size() + ")");
+            r.metric(a.key + ".statementsPerJob", median(rs.stream().mapToDouble(x -> (double) x.statements / items)
+                    .sorted().toArray()), ctx.counter().source().unit() + "/job", "server "
+                    + ctx.counter().source().unit() + " per job (" + ctx.counter().source().view() + ")");
+            double serverMs = median(rs.stream().mapToDouble(x -> x.serverMs / items).sorted().toArray());
+            if (!Double.isNaN(serverMs)) {
+                r.metric(a.key + ".serverMsPerJob", serverMs, "ms/job", "server execution time per job "
+                        + "(pg_stat_statements total_exec_time)");
+            }
+            r.metric(a.key + ".clientCpuMsPerJob", median(rs.stream().mapToDouble(x -> x.cpuMs / items).sorted()
+                    .toArray()), "ms/job", "client (this JVM) CPU time per job");
+            r.detail(a.key + ".rounds", Arrays.stream(perSecond).mapToObj(Num::round).toList());
+        }
+        r.metric("single.ratioToFloor", rate.get(Arm.SINGLE) / rate.get(Arm.RAW_SINGLE), "× floor",
+                "single-item drain ÷ single-row raw floor");
+        r.metric("ackNext.ratioToFloor", rate.get(Arm.ACK_NEXT) / rate.get(Arm.RAW_SINGLE), "× floor",
+                "ack-and-fetch-next drain ÷ single-row raw floor");
+        r.metric("batched.ratioToFloor", rate.get(Arm.BATCHED) / rate.get(Arm.RAW_BATCHED), "× floor",
+                "batched drain ÷ 100-row raw floor");
+        r.metric("batchedGroupedAcks.ratioToFloor", rate.get(Arm.GROUPED) / rate.get(Arm.RAW_BATCHED), "× floor",
+                "batched drain with grouped single acks ÷ 100-row raw floor");
+        return r;
+    }
+
+    private static double median(double[] sorted) {
+        if (sorted.length == 0) {
+            return Double.NaN;
+        }
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+
+    // ------------------------------------------------------------------ the provider arms
+
+    /**
+     * One drain on a provider opened for it: closing the provider at the end returns the parked fetches of the
+     * consumers that found the queue empty.
+     */
+    private Run drain(BenchContext ctx, Mode mode, Arm arm, int items, int round) throws Exception {
+        long base = (long) round * 10_000_000L;
+        AtomicIntegerArray seen = new AtomicIntegerArray(items);
+        Counted counted = new Counted(base, items, seen, new AtomicLong(), new CountDownLatch(1), new AtomicLong());
+        Consumer body = switch (arm) {
+            case SINGLE -> new SingleConsumer(mode, false);
+            case ACK_NEXT -> new SingleConsumer(mode, true);
+            case BATCHED -> new BatchConsumer(mode, null);
+            case GROUPED -> new BatchConsumer(mode, Executors.newFixedThreadPool(BATCH, r -> {
+                Thread t = new Thread(r, "bench-drain-ack");
+                t.setDaemon(true);
+                return t;
+            }));
+            default -> throw new IllegalArgumentException(arm.name());
+        };
+        ExecutorService consumers = Executors.newFixedThreadPool(CONSUMERS, r -> {
+            Thread t = new Thread(r, "bench-drain-" + arm.key);
+            t.setDaemon(true);
+            return t;
+        });
+        String schema;
+        Run run;
+        List<Future<?>> running = new ArrayList<>();
+        try (Hub hub = ctx.hub(name() + "_" + arm.key, mode, CONSUMERS + 4,
+                arm == Arm.GROUPED ? b -> b.ackBatchSize(BATCH) : b -> b)) {
+            schema = hub.schema();
+            OrchestrationProvider p = hub.provider();
+            fill(p, base, items);
+            Server before = Server.read(ctx);
+            long t0 = System.nanoTime();
+            for (int i = 0; i < CONSUMERS; i++) {
+                running.add(consumers.submit(() -> {
+                    try {
+                        body.consume(p, counted);
+                    } catch (Exception e) {
+                        if (!counted.done()) {
+                            throw e; // after the drain, closing the provider cuts parked fetches short
+                        }
+                    }
+                    return null;
+                }));
+            }
+            while (!counted.allAcked().await(250, TimeUnit.MILLISECONDS)) {
+                for (Future<?> f : running) {
+                    if (f.isDone()) {
+                        f.get(); // a consumer that failed ends the drain with its error
+                        throw new IllegalStateException("a drain consumer stopped before the queue was drained");
+                    }
+                }
+            }
+            Server after = Server.read(ctx);
+            run = new Run((counted.lastAckNanos().get() - t0) / 1e9, after.statements - before.statements,
+                    after.execMs - before.execMs, (after.cpuNanos - before.cpuNanos) / 1e6);
+        } finally {
+            consumers.shutdown();
+            body.close();
+        }
+        for (Future<?> f : running) {
+            f.get(60, TimeUnit.SECONDS);
+        }
+        verify(ctx, schema, seen, items, arm);
+        return run;
+    }
+
+    private static void fill(OrchestrationProvider p, long base, int items) {
+        List<WorkItem> chunk = new ArrayList<>(1000);
+        for (int i = 0; i < items; i++) {
+            chunk.add(new WorkItem.ActivityExecute("drain", 1, base + i, "Drain", PAYLOAD_INPUT));
+            if (chunk.size() == 1000 || i == items - 1) {
+                p.enqueueAllForWorker(chunk);
+                chunk.clear();
+            }
+        }
+    }
+
+    private static void verify(BenchContext ctx, String schema, AtomicIntegerArray seen, int items, Arm arm)
+            throws SQLException {
+        int missing = 0;
+        int twice = 0;
+        for (int i = 0; i < items; i++) {
+            int n = seen.get(i);
+            if (n == 0) {
+                missing++;
+            } else if (n > 1) {
+                twice++;
+            }
+        }
+        long left;
+        try (Connection c = DriverManager.getConnection(ctx.url()); Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT count(*) FROM " + Identifiers.quote(schema) + ".worker_queue")) {
+            rs.next();
+            left = rs.getLong(1);
+        }
+        if (missing > 0 || twice > 0 || left > 0) {
+            throw new AssertionError("drain " + arm.key + ": not exactly once: " + missing + " item(s) never acked, "
+                    + twice + " acked more than once, " + left + " row(s) left in the queue");
+        }
+    }
+
+    /** Shared bookkeeping of one drain: which items were acked how often, and when the last one was. */
+    private record Counted(long base, int items, AtomicIntegerArray seen, AtomicLong acked, CountDownLatch allAcked,
+                           AtomicLong lastAckNanos) {
+        /** Counts an item whose ack returned. */
+        void acked(WorkItem item) {
+            long id = ((WorkItem.ActivityExecute) item).id();
+            int index = (int) (id - base);
+            if (index < 0 || index >= items) {
+                throw new AssertionError("drain: fetched an item of another round: " + id);
+            }
+            seen.incrementAndGet(index);
+            if (acked.incrementAndGet() == items) {
+                lastAckNanos.set(System.nanoTime());
+                allAcked.countDown();
+            }
+        }
+
+        boolean done() {
+            return allAcked.getCount() == 0;
+        }
+    }
+
+    private interface Consumer extends AutoCloseable {
+        void consume(OrchestrationProvider p, Counted counted) throws Exception;
+
+        @Override
+        default void close() {}
+    }
+
+    /** One item per call; with {@code ackNext} each ack also claims the next item. */
+    private record SingleConsumer(Mode mode, boolean ackNext) implements Consumer {
+        @Override
+        public void consume(OrchestrationProvider p, Counted counted) {
+            FetchedWorkItem f = null;
+            while (!counted.done()) {
+                if (f == null) {
+                    Optional<FetchedWorkItem> got = mode.pollWork(p, LOCK);
+                    if (got.isEmpty()) {
+                        continue;
+                    }
+                    f = got.get();
+                }
+                if (ackNext) {
+                    Optional<FetchedWorkItem> next = p.ackWorkItemAndFetchNext(f.lockToken(), null, LOCK, null,
+                            TagFilter.defaultOnly());
+                    counted.acked(f.item());
+                    f = next.orElse(null);
+                } else {
+                    p.ackWorkItem(f.lockToken(), null);
+                    counted.acked(f.item());
+                    f = null;
+                }
+            }
+        }
+    }
+
+    /** Batches of {@value #BATCH}: acked in one call, or (with {@code ackers}) one thread per ack, grouped. */
+    private record BatchConsumer(Mode mode, ExecutorService ackers) implements Consumer {
+        @Override
+        public void consume(OrchestrationProvider p, Counted counted) throws Exception {
+            WorkBatch batch = mode == Mode.LONG ? new WorkBatch(BATCH, 1, Mode.LONG_POLL_TIMEOUT)
+                    : WorkBatch.upTo(BATCH);
+            while (!counted.done()) {
+                List<FetchedWorkItem> got = p.fetchWorkItems(LOCK, batch, null, TagFilter.defaultOnly());
+                if (got.isEmpty()) {
+                    if (mode == Mode.SHORT) {
+                        Pause.sleep(Mode.SHORT_POLL_INTERVAL.toMillis());
+                    }
+                    continue;
+                }
+                ack(p, got);
+                for (FetchedWorkItem f : got) {
+                    counted.acked(f.item());
+                }
+            }
+        }
+
+        private void ack(OrchestrationProvider p, List<FetchedWorkItem> got) throws Exception {
+            if (ackers == null) {
+                List<WorkAck> acks = new ArrayList<>(got.size());
+                for (FetchedWorkItem f : got) {
+                    acks.add(new WorkAck(f.lockToken(), null));
+                }
+                for (AckResult a : p.ackWorkItems(acks)) {
+                    if (!a.isAcked()) {
+                        throw a.error();
+                    }
+                }
+                return;
+            }
+            List<Future<?>> acks = new ArrayList<>(got.size());
+            for (FetchedWorkItem f : got) {
+                acks.add(ackers.submit(() -> p.ackWorkItem(f.lockToken(), null)));
+            }
+            for (Future<?> a : acks) {
+                a.get();
+            }
+        }
+
+        @Override
+        public void close() {
+            if (ackers != null) {
+                ackers.shutdownNow();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ the raw floor
+
+    private static void createRawTable(BenchContext ctx, String schema) throws SQLException {
+        try (Connection c = DriverManager.getConnection(ctx.url()); Statement st = c.createStatement()) {
+            st.execute("CREATE SCHEMA IF NOT EXISTS " + Identifiers.quote(schema));
+            st.execute("CREATE TABLE IF NOT EXISTS " + Identifiers.quote(schema) + ".q (id bigint PRIMARY KEY, "
+                    + "payload text NOT NULL)");
+        }
+    }
+
+    private Run rawDrain(BenchContext ctx, String schema, Arm arm, int items) throws Exception {
+        String q = Identifiers.quote(schema) + ".q";
+        int per = arm == Arm.RAW_SINGLE ? 1 : BATCH;
+        String payload = new WorkItem.ActivityExecute("drain", 1, 0, "Drain", PAYLOAD_INPUT).toJson();
+        try (Connection c = DriverManager.getConnection(ctx.url());
+             PreparedStatement ins = c.prepareStatement("INSERT INTO " + q + " (id, payload) SELECT g, ? FROM "
+                     + "generate_series(1, ?) g")) {
+            ins.setString(1, payload);
+            ins.setInt(2, items);
+            ins.executeUpdate();
+        }
+        String claim = per == 1
+                ? "DELETE FROM " + q + " WHERE id = (SELECT id FROM " + q + " ORDER BY id FOR UPDATE SKIP LOCKED "
+                        + "LIMIT 1) RETURNING id, payload"
+                : "DELETE FROM " + q + " WHERE id IN (SELECT id FROM " + q + " ORDER BY id FOR UPDATE SKIP LOCKED "
+                        + "LIMIT " + per + ") RETURNING id, payload";
+        AtomicIntegerArray seen = new AtomicIntegerArray(items);
+        List<Connection> connections = new ArrayList<>();
+        ExecutorService clients = Executors.newFixedThreadPool(CONSUMERS);
+        try {
+            for (int i = 0; i < CONSUMERS; i++) {
+                connections.add(DriverManager.getConnection(ctx.url()));
+            }
+            Server before = Server.read(ctx);
+            long t0 = System.nanoTime();
+            List<Future<Long>> done = new ArrayList<>();
+            for (Connection c : connections) {
+                done.add(clients.submit(() -> {
+                    long last = 0;
+                    try (PreparedStatement ps = c.prepareStatement(claim)) {
+                        while (true) {
+                            int n = 0;
+                            try (ResultSet rs = ps.executeQuery()) {
+                                while (rs.next()) {
+                                    seen.incrementAndGet((int) rs.getLong(1) - 1);
+                                    rs.getString(2);
+                                    n++;
+                                }
+                            }
+                            if (n == 0) {
+                                return last;
+                            }
+                            last = System.nanoTime();
+                        }
+                    }
+                }));
+            }
+            long end = t0;
+            for (Future<Long> f : done) {
+                end = Math.max(end, f.get(10, TimeUnit.MINUTES));
+            }
+            Server after = Server.read(ctx);
+            int missing = 0;
+            int twice = 0;
+            for (int i = 0; i < items; i++) {
+                missing += seen.get(i) == 0 ? 1 : 0;
+                twice += seen.get(i) > 1 ? 1 : 0;
+            }
+            if (missing > 0 || twice > 0) {
+                throw new AssertionError("raw drain: " + missing + " row(s) never deleted, " + twice + " twice");
+            }
+            return new Run((end - t0) / 1e9, after.statements - before.statements, after.execMs - before.execMs,
+                    (after.cpuNanos - before.cpuNanos) / 1e6);
+        } finally {
+            clients.shutdownNow();
+            for (Connection c : connections) {
+                c.close();
+            }
+        }
+    }
+
+    /** The server's counters and this process's CPU time at one moment. */
+    private record Server(long statements, double execMs, long cpuNanos) {
+        static Server read(BenchContext ctx) {
+            long cpu = ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                    ? os.getProcessCpuTime() : -1;
+            return new Server(ctx.counter().total(), ctx.counter().execMillis(), cpu);
+        }
+    }
+}
