@@ -39,6 +39,7 @@ final class Hub implements AutoCloseable {
                 .poolSize(Math.max(2, poolSize))
                 .clock(clock)
                 .maxParkedWaiters(4096)
+                .inlineNotifyWhenIdle(!Boolean.getBoolean("pgdurable.bench.noInlineNotify"))
                 .longPollSignals(signals);
         PostgresProvider provider = PostgresProvider.create(tune.apply(mode.configure(b)).build());
         Hub hub = new Hub(mode, schema, provider, clock, signals);

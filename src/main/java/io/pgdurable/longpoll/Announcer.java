@@ -83,8 +83,11 @@ public final class Announcer implements AutoCloseable {
     private boolean urgent;
     /** When the oldest pending hint was queued (System.nanoTime), meaningful while {@link #pending} is not empty. */
     private long oldestPendingNanos;
-    /** When the last send started (System.nanoTime); touched by the sending thread only. */
-    private long lastSendNanos = System.nanoTime() - MIN_SEND_INTERVAL_NANOS;
+    /** When the last send started (System.nanoTime); written by the sending thread only. */
+    private volatile long lastSendNanos = System.nanoTime() - MIN_SEND_INTERVAL_NANOS;
+    /** When payloads were last handed out to travel inside a write (System.nanoTime); guarded by {@link #lock}. */
+    private long lastInlineNanos = System.nanoTime() - MIN_SEND_INTERVAL_NANOS;
+    private final boolean inline;
     private boolean closed;
     private final Thread thread;
     private long lastWarnNanos = System.nanoTime() - WARN_INTERVAL_NANOS;
@@ -112,6 +115,16 @@ public final class Announcer implements AutoCloseable {
      */
     public Announcer(String origin, LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck,
                      String channel, LongPollSignals signals, Clock clock) {
+        this(origin, local, sender, activated, recheck, channel, signals, clock, false);
+    }
+
+    /**
+     * @param inline whether {@link #inlinePayloads} may hand out the payloads of an idle announcer's due hints, so
+     *               they travel inside the writing transaction (see there)
+     */
+    public Announcer(String origin, LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck,
+                     String channel, LongPollSignals signals, Clock clock, boolean inline) {
+        this.inline = inline && sender != null;
         this.origin = origin;
         this.clock = clock;
         this.local = local;
@@ -141,6 +154,45 @@ public final class Announcer implements AutoCloseable {
     public void announce(Collection<Hint> hints, long nowMs) {
         wakeHere(hints, nowMs);
         tellOthers(hints, nowMs);
+    }
+
+    /**
+     * The payloads of a write's hints, for the writer to send inside its own transaction (one more expression in the
+     * same statement: no extra round trip, delivered at its commit), or null: announce after the commit as usual.
+     *
+     * <p>Given only while this announcer is idle (nothing pending, nothing sent or handed out within
+     * {@link #MIN_SEND_INTERVAL_NANOS}) and only for hints that are all due: then the write is alone, so the
+     * notifying commit waits on no other notifying commit (the serialisation that makes notifying inside every write
+     * costly under load, see the class comment), and the wake of another process skips the hand-off to the sending
+     * thread and that thread's own round trip. Under load the next write within the interval takes the usual path,
+     * whose sends carry the hints of many writes. Handing payloads out counts as a send for the spacing. The caller
+     * must still {@link #wakeHere} after its commit; on a failed write nothing was sent, as nothing was committed.
+     */
+    public List<String> inlinePayloads(Collection<Hint> hints, long nowMs) {
+        if (!inline || !remote || hints.isEmpty()) {
+            return null;
+        }
+        for (Hint h : hints) {
+            if (h.atMs() > nowMs) {
+                return null;
+            }
+        }
+        lock.lock();
+        try {
+            long now = System.nanoTime();
+            if (closed || !pending.isEmpty() || overflowed || now - lastSendNanos < MIN_SEND_INTERVAL_NANOS
+                    || now - lastInlineNanos < MIN_SEND_INTERVAL_NANOS) {
+                return null;
+            }
+            lastInlineNanos = now;
+        } finally {
+            lock.unlock();
+        }
+        List<String> payloads = new ArrayList<>(hints.size());
+        for (Hint h : hints) {
+            payloads.add(h.payload(origin));
+        }
+        return payloads;
     }
 
     /** The local half of {@link #announce(Collection, long)}: this process's waiters only. */
@@ -244,7 +296,7 @@ public final class Announcer implements AutoCloseable {
                     long now = System.nanoTime();
                     long lingered = now - oldestPendingNanos;
                     long linger = TimeUnit.MILLISECONDS.toNanos(LINGER_MS);
-                    long spacing = lastSendNanos + MIN_SEND_INTERVAL_NANOS - now;
+                    long spacing = Math.max(lastSendNanos, lastInlineNanos) + MIN_SEND_INTERVAL_NANOS - now;
                     if ((urgent || lingered >= linger) && spacing <= 0) {
                         break;
                     }

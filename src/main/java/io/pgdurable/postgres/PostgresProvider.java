@@ -78,6 +78,8 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final PostgresAdmin admin;
     private final LongPoller longPoller;
     private final Announcer announcer;
+    /** The task hub's notification channel (a value passed to pg_notify, never spliced into SQL). */
+    private final String channel;
     private final Leases leases;
     private final OrchestrationClaimer orchestrations;
     private final BatchFetcher batchFetcher;
@@ -129,6 +131,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 }
             }
             String channel = NotifyChannel.forSchema(config.schema());
+            this.channel = channel;
             if (config.longPolling()) {
                 poller = new LongPoller(new LongPoller.Settings(config.fallbackPollInterval(),
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
@@ -143,7 +146,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             announcing = new Announcer(origin, poller, sender,
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
                     SchemaMigrator.ACTIVATION_RECHECK,
-                    channel, config.longPollSignals(), clock);
+                    channel, config.longPollSignals(), clock, config.inlineNotifyWhenIdle());
         } catch (RuntimeException e) {
             if (announcing != null) {
                 announcing.close();
@@ -313,9 +316,13 @@ public final class PostgresProvider implements OrchestrationProvider {
         long now = clock.millis();
         TurnEncoder t = new TurnEncoder(payloads, now, executionId, historyDelta, workerItems, orchestratorItems,
                 metadata, cancelledActivities);
+        // What the turn's own items make claimable is known before the ack; messages that arrived during the turn
+        // (lateMessagesAt) only from its result, so those always take the announcer's path.
+        List<Hint> itemHints = Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, null);
+        List<String> inline = announcer.inlinePayloads(itemHints, now);
         Long lateMessagesAt;
         try {
-            lateMessagesAt = ackTurn(op, lockToken, now, executionId, metadata, t);
+            lateMessagesAt = ackTurn(op, lockToken, now, executionId, metadata, t, inline);
         } catch (RuntimeException e) {
             endTurn(lockToken, now);
             throw e;
@@ -323,16 +330,25 @@ public final class PostgresProvider implements OrchestrationProvider {
         // The turn ends before its announcement goes out, so a wake deferred to it is either covered by the claim
         // that announcement leads to or given here (see TurnsInProgress).
         boolean deferred = longPoller != null && turns.end(lockToken);
-        announcer.announce(Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, lateMessagesAt), now);
+        if (inline == null) {
+            announcer.announce(Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, lateMessagesAt),
+                    now);
+        } else {
+            announcer.wakeHere(itemHints, now);
+            if (lateMessagesAt != null) {
+                announcer.announce(Announcements.orchestratorMessage(lateMessagesAt), now);
+            }
+        }
         if (deferred && lateMessagesAt == null) {
             announcer.wakeHere(Announcements.orchestratorMessage(now), now);
         }
     }
 
     private Long ackTurn(String op, String lockToken, long now, long executionId, ExecutionMetadata metadata,
-                         TurnEncoder t) {
+                         TurnEncoder t, List<String> inline) {
         return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.ackOrchestrationItem)) {
+            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.ackOrchestrationItem
+                    : sql.ackOrchestrationItemNotifying)) {
                 int i = 1;
                 ps.setString(i++, lockToken);
                 ps.setLong(i++, now);
@@ -364,7 +380,8 @@ public final class PostgresProvider implements OrchestrationProvider {
                 ps.setArray(i++, c.createArrayOf("bigint", t.kvUpdatedMs));
                 ps.setArray(i++, c.createArrayOf("text", t.cancelInstances));
                 ps.setArray(i++, c.createArrayOf("bigint", t.cancelExecutions));
-                ps.setArray(i, c.createArrayOf("bigint", t.cancelActivities));
+                ps.setArray(i++, c.createArrayOf("bigint", t.cancelActivities));
+                bindInline(c, ps, i, inline);
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     long next = rs.getLong(1);
@@ -406,12 +423,30 @@ public final class PostgresProvider implements OrchestrationProvider {
      * the instance, the local wake for a message due now waits for that turn's end (see {@link TurnsInProgress});
      * others are told now.
      */
-    private void announceMessageFor(String instance, long visibleAt, long now) {
+    private void announceMessageFor(String instance, long visibleAt, long now, boolean othersTold) {
         List<Hint> hints = Announcements.orchestratorMessage(visibleAt);
-        if (visibleAt <= now && longPoller != null && turns.defer(instance, now)) {
+        if (!(visibleAt <= now && longPoller != null && turns.defer(instance, now))) {
+            announcer.wakeHere(hints, now);
+        }
+        if (!othersTold) {
             announcer.tellOthers(hints, now);
-        } else {
+        }
+    }
+
+    /** After a write's commit: its hints to this process's waiters, and to the others unless they went inline. */
+    private void announced(List<Hint> hints, long now, List<String> inline) {
+        if (inline == null) {
             announcer.announce(hints, now);
+        } else {
+            announcer.wakeHere(hints, now);
+        }
+    }
+
+    /** Binds the channel and payloads of a notifying statement at {@code first}; nothing without inline payloads. */
+    private void bindInline(Connection c, PreparedStatement ps, int first, List<String> inline) throws SQLException {
+        if (inline != null) {
+            ps.setString(first, channel);
+            ps.setArray(first + 1, c.createArrayOf("text", inline.toArray()));
         }
     }
 
@@ -429,18 +464,21 @@ public final class PostgresProvider implements OrchestrationProvider {
             visibleAt = Math.max(t.fireAtMs(), visibleAt);
         }
         long visible = visibleAt;
+        List<String> inline = announcer.inlinePayloads(Announcements.orchestratorMessage(visible), now);
         call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.enqueueOrchestratorItem)) {
+            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueOrchestratorItem
+                    : sql.enqueueOrchestratorItemNotifying)) {
                 ps.setString(1, item.instance());
                 ps.setString(2, item.kind());
                 ps.setString(3, json);
                 ps.setLong(4, visible);
                 ps.setLong(5, now);
+                bindInline(c, ps, 6, inline);
                 ps.execute();
                 return null;
             }
         });
-        announceMessageFor(item.instance(), visible, now);
+        announceMessageFor(item.instance(), visible, now, inline != null);
     }
 
     // ------------------------------------------------------------------------------------------ history
@@ -525,8 +563,11 @@ public final class PostgresProvider implements OrchestrationProvider {
                     + "ActivityExecute goes to the worker queue");
         }
         long now = clock.millis();
+        List<Hint> hints = Announcements.workerItems(now, List.of(a));
+        List<String> inline = announcer.inlinePayloads(hints, now);
         call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItem)) {
+            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueWorkerItem
+                    : sql.enqueueWorkerItemNotifying)) {
                 ps.setString(1, json);
                 ps.setLong(2, now);
                 ps.setString(3, a.instance());
@@ -534,11 +575,12 @@ public final class PostgresProvider implements OrchestrationProvider {
                 ps.setLong(5, a.id());
                 ps.setString(6, a.sessionId());
                 ps.setString(7, a.tag());
+                bindInline(c, ps, 8, inline);
                 ps.execute();
                 return null;
             }
         });
-        announcer.announce(Announcements.workerItems(now, List.of(a)), now);
+        announced(hints, now, inline);
     }
 
     // ------------------------------------------------------------------------------------------ batched enqueue
@@ -664,7 +706,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         if (completion != null) {
-            announceMessageFor(completion.instance(), now, now);
+            announceMessageFor(completion.instance(), now, now, false);
         }
         next.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item())), now));
         return next;
@@ -729,19 +771,22 @@ public final class PostgresProvider implements OrchestrationProvider {
                     completion == null ? null : completion.kind(), completionJson));
             return;
         }
+        List<String> inline = completion == null ? null
+                : announcer.inlinePayloads(Announcements.orchestratorMessage(now), now);
         call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.ackWorkItem)) {
+            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.ackWorkItem : sql.ackWorkItemNotifying)) {
                 ps.setString(1, lockToken);
                 ps.setLong(2, now);
                 ps.setString(3, completion == null ? null : completion.instance());
                 ps.setString(4, completion == null ? null : completion.kind());
                 ps.setString(5, completionJson);
+                bindInline(c, ps, 6, inline);
                 ps.execute();
                 return null;
             }
         });
         if (completion != null) {
-            announceMessageFor(completion.instance(), now, now);
+            announceMessageFor(completion.instance(), now, now, inline != null);
         }
     }
 

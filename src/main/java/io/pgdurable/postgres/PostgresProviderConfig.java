@@ -42,6 +42,7 @@ public final class PostgresProviderConfig {
     private final Duration migrationLockBudget;
     private final boolean longPolling;
     private final boolean transactionalNotify;
+    private final boolean inlineNotifyWhenIdle;
     private final String listenerUrl;
     private final ListenerDriver listenerDriver;
     private final Duration fallbackPollInterval;
@@ -83,6 +84,7 @@ public final class PostgresProviderConfig {
         this.migrationLockBudget = b.migrationLockBudget;
         this.longPolling = b.longPolling;
         this.transactionalNotify = b.transactionalNotify;
+        this.inlineNotifyWhenIdle = b.inlineNotifyWhenIdle;
         this.listenerUrl = b.listenerUrl;
         this.listenerDriver = b.listenerDriver;
         this.fallbackPollInterval = b.fallbackPollInterval;
@@ -123,6 +125,7 @@ public final class PostgresProviderConfig {
         b.migrationLockBudget = migrationLockBudget;
         b.longPolling = longPolling;
         b.transactionalNotify = transactionalNotify;
+        b.inlineNotifyWhenIdle = inlineNotifyWhenIdle;
         b.listenerUrl = listenerUrl;
         b.listenerDriver = listenerDriver;
         b.fallbackPollInterval = fallbackPollInterval;
@@ -198,6 +201,11 @@ public final class PostgresProviderConfig {
     /** Whether this provider's writes notify from inside their own transactions (the schema's triggers). */
     public boolean transactionalNotify() {
         return transactionalNotify;
+    }
+
+    /** Whether an idle announcer's due hints may travel inside the writing transaction (see the builder). */
+    public boolean inlineNotifyWhenIdle() {
+        return inlineNotifyWhenIdle;
     }
 
     /** The URL of the listener's direct connection: {@code listenerUrl} when set, else {@code jdbcUrl}. */
@@ -284,6 +292,7 @@ public final class PostgresProviderConfig {
                 + ", maxPayloadBytes=" + maxPayloadBytes
                 + (ackBatchSize > 1 ? ", ackBatchSize=" + ackBatchSize : "") + ", longPolling=" + longPolling
                 + (transactionalNotify ? ", transactionalNotify=true" : "")
+                + (inlineNotifyWhenIdle ? "" : ", inlineNotifyWhenIdle=false")
                 + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
                         + redactUrl(listenerUrl) : "") : "") + "}";
     }
@@ -309,6 +318,7 @@ public final class PostgresProviderConfig {
         private Duration migrationLockBudget = Duration.ofSeconds(10);
         private boolean longPolling;
         private boolean transactionalNotify;
+        private boolean inlineNotifyWhenIdle = true;
         private String listenerUrl;
         private ListenerDriver listenerDriver = ListenerDriver.PGJDBC_NG;
         private Duration fallbackPollInterval = Duration.ofSeconds(1);
@@ -419,6 +429,20 @@ public final class PostgresProviderConfig {
          */
         public Builder transactionalNotify(boolean enabled) {
             this.transactionalNotify = enabled;
+            return this;
+        }
+
+        /**
+         * Whether a write whose announcement would go out alone (the announcer idle: nothing pending, nothing sent
+         * within its 4 ms spacing) carries its NOTIFY inside its own transaction, in the same statement, instead of
+         * leaving it to the announcer's thread and round trip after the commit (default true). Other processes are
+         * then woken at the commit itself, one hand-off and one round trip sooner; under load the announcer batches
+         * as before, so group commit is kept. Only single-item enqueues, single acks and turn acks do it; see
+         * docs/long-polling.md for the measurement. No effect with {@code transactionalNotify} (the triggers notify
+         * then) or on a schema that is not activated.
+         */
+        public Builder inlineNotifyWhenIdle(boolean enabled) {
+            this.inlineNotifyWhenIdle = enabled;
             return this;
         }
 

@@ -22,6 +22,11 @@ final class Statements {
     final String fetchWorkItem;
     final String ackWorkItem;
     final String ackAndFetchWorkItem;
+    /** The same writes with their announcement's NOTIFY in the same statement (two more parameters, see inline()). */
+    final String enqueueWorkerItemNotifying;
+    final String enqueueOrchestratorItemNotifying;
+    final String ackWorkItemNotifying;
+    final String ackOrchestrationItemNotifying;
     final String renewWorkItemLock;
     final String abandonWorkItem;
     final String renewSessionLocks;
@@ -106,7 +111,19 @@ final class Statements {
         enqueueWorkerItems = "SELECT " + s + "enqueue_worker_items(" + marked(7, 2, mark) + ")";
         enqueueOrchestratorItems = "SELECT " + s + "enqueue_orchestrator_items(" + marked(5, 5, mark) + ")";
         claimableNow = "SELECT * FROM " + s + "claimable_now(?)";
+        enqueueWorkerItemNotifying = notifying(enqueueWorkerItem);
+        enqueueOrchestratorItemNotifying = notifying(enqueueOrchestratorItem);
+        ackWorkItemNotifying = notifying(ackWorkItem);
+        ackOrchestrationItemNotifying = notifying(ackOrchestrationItem);
         nextDeadlines = "SELECT * FROM " + s + "next_deadlines(?, ?)";
+    }
+
+    /**
+     * A single-row {@code SELECT f(...)} that also queues the NOTIFY of its announcement, delivered at its commit:
+     * the channel and the payloads are its last two parameters (values, not SQL).
+     */
+    private static String notifying(String select) {
+        return select + ", (SELECT count(pg_notify(?, p)) FROM unnest(?::text[]) AS p)";
     }
 
     /** {@code n} parameters, the one at {@code position} (1-based, the time) passed through the write mark. */

@@ -3,7 +3,11 @@ package io.pgdurable.examples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.AckResult;
+import io.pgdurable.spi.TagFilter;
+import java.time.Duration;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,6 +36,26 @@ class ReadmeExamplesTest {
         } finally {
             TestDatabase.dropSchema(schema);
         }
+    }
+
+    @Test
+    void the_round_trip_examples_ack_everything_once() {
+        String schema = TestDatabase.newSchemaName("readme_ack");
+        try (PostgresProvider provider = PostgresProvider.create(TestDatabase.config(schema).build())) {
+            List<AckResult> results = AckRoundTripsExample.run(provider);
+            assertEquals(4, results.size(), "the next item and the three fetched after it");
+            assertTrue(results.stream().allMatch(AckResult::isAcked), results.toString());
+            assertTrue(provider.fetchWorkItem(Duration.ofMinutes(1), Duration.ZERO, null, TagFilter.defaultOnly())
+                    .isEmpty(), "all five acked");
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
+    }
+
+    @Test
+    void readme_shows_the_round_trip_examples_exactly_as_compiled() throws IOException {
+        assertReadmeShows("AckRoundTripsExample.java", "ack-round-trips", "        ");
+        assertReadmeShows("AckRoundTripsExample.java", "ack-list", "        ");
     }
 
     @Test
