@@ -15,3 +15,18 @@ BEGIN
                                                   p_tag_mode, p_tags) f;
 END
 $$;
+
+-- The write mark of a claim (a fetch of either queue): provider_write's, and the claim's transaction commits
+-- without waiting for its WAL flush (synchronous_commit off for this transaction only). A claim is a lease, soft
+-- state that the contract already lets expire: should the server crash before the flush, the claim is lost and
+-- its item or instance is claimable again, exactly as after a lease expiry; the worker holding it then finds its
+-- token invalid at its ack, which stays a synchronous commit (as do enqueues, turn acks and worker acks). The
+-- flush wait was half of a claim's time (docs/benchmarks.md, drain). PgBouncer-safe: transaction-local.
+CREATE FUNCTION ${schema}.provider_claim(p_now BIGINT, p_origin TEXT, p_announced BOOLEAN)
+RETURNS BIGINT
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN ${schema}.provider_write(p_now, p_origin, p_announced);
+END
+$$;

@@ -94,7 +94,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.clock = config.clock();
         this.payloads = new Payloads(config.maxPayloadBytes());
         String origin = Announcer.newOrigin();
-        this.sql = new Statements(config.schema(), origin, config.transactionalNotify());
+        this.sql = new Statements(config.schema(), origin, config.transactionalNotify(), config.asyncClaimCommit());
         this.admin = new PostgresAdmin(this, sql, clock);
         DataSource dataSource;
         if (config.dataSource() != null) {

@@ -70,19 +70,29 @@ final class Statements {
      * @param transactionalNotify the notify triggers fire for this provider's writes too
      */
     Statements(String schema, String origin, boolean transactionalNotify) {
+        this(schema, origin, transactionalNotify, false);
+    }
+
+    /**
+     * @param asyncClaimCommit claims (the three fetch statements) commit without waiting for their WAL flush
+     *                         ({@code provider_claim}, migration V10): a lease lost in a server crash is a lease
+     *                         expired early
+     */
+    Statements(String schema, String origin, boolean transactionalNotify, boolean asyncClaimCommit) {
         String s = Identifiers.quote(schema) + ".";
         if (origin != null && !origin.matches("[0-9a-f]{1,32}")) {
             throw new IllegalArgumentException("origin must be lowercase hexadecimal, was '" + origin + "'");
         }
         String mark = s + "provider_write(?, " + (transactionalNotify && origin != null ? "'" + origin + "'" : "NULL")
                 + ", " + !transactionalNotify + ")";
-        fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(" + marked(5, 1, mark) + ")";
+        String claimMark = asyncClaimCommit ? mark.replace("provider_write(", "provider_claim(") : mark;
+        fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(" + marked(5, 1, claimMark) + ")";
         ackOrchestrationItem = "SELECT " + s + "ack_orchestration_turn(" + marked(31, 2, mark) + ")";
         abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(" + marked(4, 2, mark) + ")";
         renewOrchestrationItemLock = "SELECT " + s + "renew_orchestration_item_lock(" + marked(3, 2, mark) + ")";
         enqueueOrchestratorItem = "SELECT " + s + "enqueue_orchestrator_item(" + marked(5, 5, mark) + ")";
         enqueueWorkerItem = "SELECT " + s + "enqueue_worker_item(" + marked(7, 2, mark) + ")";
-        fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(" + marked(7, 1, mark) + ")";
+        fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(" + marked(7, 1, claimMark) + ")";
         ackWorkItem = "SELECT " + s + "ack_work_item(" + marked(5, 2, mark) + ")";
         ackAndFetchWorkItem = "SELECT * FROM " + s + "ack_and_fetch_work_item(" + marked(11, 2, mark) + ")";
         renewWorkItemLock = "SELECT " + s + "renew_work_item_lock(" + marked(3, 2, mark) + ")";
@@ -106,7 +116,7 @@ final class Statements {
         selectDeletableRoots = "SELECT * FROM " + s + "select_deletable_roots(?, ?, ?)";
         selectPrunableInstances = "SELECT * FROM " + s + "select_prunable_instances(?, ?, ?)";
         pruneExecutions = "SELECT * FROM " + s + "prune_executions(?, ?, ?)";
-        fetchWorkItems = "SELECT * FROM " + s + "fetch_work_items(" + marked(10, 1, mark) + ")";
+        fetchWorkItems = "SELECT * FROM " + s + "fetch_work_items(" + marked(10, 1, claimMark) + ")";
         ackWorkItems = "SELECT * FROM " + s + "ack_work_items(" + marked(5, 2, mark) + ")";
         enqueueWorkerItems = "SELECT " + s + "enqueue_worker_items(" + marked(7, 2, mark) + ")";
         enqueueOrchestratorItems = "SELECT " + s + "enqueue_orchestrator_items(" + marked(5, 5, mark) + ")";

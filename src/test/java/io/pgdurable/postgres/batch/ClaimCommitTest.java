@@ -1,0 +1,108 @@
+package io.pgdurable.postgres.batch;
+
+import static io.pgdurable.postgres.batch.BatchDb.q;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.TagFilter;
+import io.pgdurable.spi.WorkBatch;
+import io.pgdurable.spi.WorkItem;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Which transactions wait for their WAL flush: with {@code asyncClaimCommit} (the default) the three claims commit
+ * asynchronously and everything that records work (enqueues, acks, turn acks) synchronously; switched off, every
+ * transaction waits. Observed from inside each transaction by a test trigger that records the transaction's
+ * {@code synchronous_commit} setting.
+ */
+class ClaimCommitTest {
+    private static final Duration LOCK = Duration.ofSeconds(60);
+    private final List<String> schemas = new ArrayList<>();
+    private final List<PostgresProvider> providers = new ArrayList<>();
+    private String schema;
+
+    @AfterEach
+    void stop() {
+        providers.forEach(PostgresProvider::close);
+        schemas.forEach(TestDatabase::dropSchema);
+    }
+
+    private PostgresProvider provider(UnaryOperator<PostgresProviderConfig.Builder> tune) {
+        schema = TestDatabase.newSchemaName("claimc");
+        schemas.add(schema);
+        PostgresProvider p = PostgresProvider.create(tune.apply(TestDatabase.config(schema)).build());
+        providers.add(p);
+        String s = q(schema);
+        BatchDb.execute("CREATE TABLE " + s + ".commit_modes (n BIGSERIAL, what TEXT, mode TEXT)");
+        BatchDb.execute("CREATE FUNCTION " + s + ".record_commit_mode() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                + "INSERT INTO " + s + ".commit_modes (what, mode) VALUES (TG_TABLE_NAME || ' ' || TG_OP, "
+                + "current_setting('synchronous_commit')); RETURN NULL; END $$");
+        for (String table : new String[] {"worker_queue", "orchestrator_queue"}) {
+            BatchDb.execute("CREATE TRIGGER record_commit_mode AFTER INSERT OR UPDATE OR DELETE ON " + s + "." + table
+                    + " FOR EACH STATEMENT EXECUTE FUNCTION " + s + ".record_commit_mode()");
+        }
+        return p;
+    }
+
+    /** The modes recorded since the last call, as "table OP mode". */
+    private List<String> modes() {
+        List<String> out = BatchDb.strings("SELECT what || ' ' || mode FROM " + q(schema) + ".commit_modes ORDER BY n");
+        BatchDb.execute("DELETE FROM " + q(schema) + ".commit_modes");
+        return out;
+    }
+
+    private static WorkItem.ActivityExecute activity(long id) {
+        return new WorkItem.ActivityExecute("inst", 1, id, "A", "{}");
+    }
+
+    @Test
+    void claims_commit_without_a_flush_wait_and_everything_else_with_one() {
+        PostgresProvider p = provider(b -> b);
+        p.enqueueForWorker(activity(1));
+        p.enqueueAllForWorker(List.of(activity(2), activity(3)));
+        assertEquals(List.of("worker_queue INSERT on", "worker_queue INSERT on"), modes(), "enqueues wait");
+        FetchedWorkItem one = p.fetchWorkItem(LOCK, Duration.ZERO, null, TagFilter.defaultOnly()).orElseThrow();
+        assertEquals(List.of("worker_queue UPDATE off"), modes(), "a claim does not");
+        List<FetchedWorkItem> two = p.fetchWorkItems(LOCK, WorkBatch.upTo(2), null, TagFilter.defaultOnly());
+        assertEquals(List.of("worker_queue UPDATE off"), modes(), "a batched claim does not");
+        p.ackWorkItem(one.lockToken(), new WorkItem.ActivityCompleted("inst", 1, 1, "\"r\""));
+        assertEquals(List.of("worker_queue DELETE on", "orchestrator_queue INSERT on"), modes(), "an ack waits");
+        p.enqueueForWorker(activity(4));
+        modes();
+        p.ackWorkItemAndFetchNext(two.get(0).lockToken(), null, LOCK, null, TagFilter.defaultOnly()).orElseThrow();
+        assertEquals(List.of("worker_queue DELETE on", "worker_queue UPDATE on"), modes(),
+                "an ack that also claims waits (it records work)");
+
+        p.enqueueForOrchestrator(new WorkItem.StartOrchestration("o1", "Orch", "{}", "1.0.0"), null);
+        assertEquals(List.of("orchestrator_queue INSERT on"), modes());
+        FetchedOrchestration turn = p.fetchOrchestrationItem(LOCK, Duration.ZERO, null).orElseThrow();
+        assertEquals(List.of("orchestrator_queue UPDATE off"), modes(), "an orchestration claim does not wait");
+        p.ackOrchestrationItem(turn.lockToken(), 1, List.of(), List.of(activity(9)), List.of(),
+                new ExecutionMetadata("Running", null, "Orch", "1.0.0", null, null), List.of());
+        List<String> ack = modes();
+        assertEquals(List.of(), ack.stream().filter(m -> m.endsWith(" off")).toList(), "a turn ack waits: " + ack);
+    }
+
+    @Test
+    void switched_off_every_transaction_waits() {
+        PostgresProvider p = provider(b -> b.asyncClaimCommit(false));
+        p.enqueueForWorker(activity(1));
+        p.fetchWorkItem(LOCK, Duration.ZERO, null, TagFilter.defaultOnly()).orElseThrow();
+        p.fetchWorkItems(LOCK, WorkBatch.upTo(2), null, TagFilter.defaultOnly());
+        p.enqueueForOrchestrator(new WorkItem.StartOrchestration("o1", "Orch", "{}", "1.0.0"), null);
+        p.fetchOrchestrationItem(LOCK, Duration.ZERO, null).orElseThrow();
+        List<String> all = modes();
+        assertEquals(List.of("worker_queue INSERT on", "worker_queue UPDATE on", "orchestrator_queue INSERT on",
+                "orchestrator_queue UPDATE on"), all);
+    }
+}
