@@ -192,6 +192,7 @@ public final class Announcer implements AutoCloseable {
         for (Hint h : hints) {
             payloads.add(h.payload(origin));
         }
+        signals.announcedInline(payloads.size());
         return payloads;
     }
 

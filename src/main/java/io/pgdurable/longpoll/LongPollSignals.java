@@ -35,4 +35,10 @@ public interface LongPollSignals {
 
     /** A transaction of {@code payloads} announcements was sent to other processes. */
     default void announced(int payloads) {}
+
+    /**
+     * {@code payloads} announcements were handed to a write, to be sent inside its own transaction (the announcer
+     * was idle); they reach other processes if and when that write commits.
+     */
+    default void announcedInline(int payloads) {}
 }
