@@ -8,6 +8,7 @@ import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkAck;
 import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
+import com.sun.management.OperatingSystemMXBean;
 import java.lang.management.ManagementFactory;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -463,7 +464,7 @@ final class DrainScenario extends PairedScenario {
     /** The server's counters and this process's CPU time at one moment. */
     private record Server(long statements, double execMs, long cpuNanos) {
         static Server read(BenchContext ctx) {
-            long cpu = ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+            long cpu = ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os
                     ? os.getProcessCpuTime() : -1;
             return new Server(ctx.counter().total(), ctx.counter().execMillis(), cpu);
         }
