@@ -27,6 +27,12 @@ public interface LongPollSignals {
     /** The one-second fallback probe ran. */
     default void fallbackPoll() {}
 
+    /**
+     * A timer scan asked on behalf of lease ends that came due has answered (they woke no fetch themselves; what it
+     * found claimable did); {@code dropped} tracked lease ends it superseded were forgotten.
+     */
+    default void leaseEndsVerified(int dropped) {}
+
     /** A parked fetch was woken (queue "orchestrator" or "worker"). */
     default void waiterWoken(String queue) {}
 
