@@ -28,8 +28,9 @@ public interface LongPollSignals {
     default void fallbackPoll() {}
 
     /**
-     * A timer scan asked on behalf of lease ends that came due has answered (they woke no fetch themselves; what it
-     * found claimable did); {@code dropped} tracked lease ends it superseded were forgotten.
+     * Lease ends that came due were verified (they woke no fetch themselves; what the database called claimable
+     * did): {@code dropped} tracked lease ends the answering scan superseded were forgotten (0 when the probe found
+     * claimable work: the scan then follows a cadence later).
      */
     default void leaseEndsVerified(int dropped) {}
 

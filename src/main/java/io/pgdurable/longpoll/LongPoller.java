@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * visibility, lease ends), from timer scans (after every (re)LISTEN, periodically, after deadline overflow) and from
  * a one-second fallback probe that runs whenever fetches wait, whatever the listener and the scans are doing.
  * A hint wakes about one matching waiter per announced item; the woken fetch asks the database, which decides.
- * A lease end that comes due wakes nobody by itself: a read-only timer scan first asks whether anything became
+ * A lease end that comes due wakes nobody by itself: read-only questions first ask whether anything became
  * claimable (most leases end in an ack long before their time, and a claim for a gone item is a wasted write).
  *
  * <p>It never claims work itself and never builds SQL: the provider hands it the claim to retry and a
@@ -320,10 +320,11 @@ public final class LongPoller implements AutoCloseable {
     /**
      * Fires due deadlines, never early. A due lease end (count 0) wakes nobody: most leases end in an ack long before
      * their time, and each wake for a gone item costs a claim (two, with its pass-on) per queue and cadence until
-     * every stale lease end has passed. It asks for a verification instead, at most one per queue per cadence: a
-     * timer scan, read-only, whose answer wakes fetches for what is claimable and forgets the tracked lease ends it
-     * supersedes ({@link #runScans}). Lease ends that come due while a requested scan has not started ride along
-     * with it; later ones wait for the next cadence, as lease-end wakes always did.
+     * every stale lease end has passed. It asks for a verification instead, at most one per queue per cadence: the
+     * probe, then a timer scan, both read-only, whose answers wake fetches for what is claimable, and the scan's
+     * forgets the tracked lease ends it supersedes ({@link #runScans}). Lease ends that come due while a requested
+     * verification has not started ride along with it; later ones wait for the next cadence, as lease-end wakes
+     * always did.
      */
     private void fireDue() {
         long now = clock.millis();
@@ -465,6 +466,11 @@ public final class LongPoller implements AutoCloseable {
      * lease ends) is routed instead. A lease end offered after the scan started is kept: its claim may have
      * committed after the snapshot. Deadlines are only ever offered after the commit they stand for, so one offered
      * before the mark stands for a commit the scan's snapshot sees.
+     *
+     * <p>Due lease ends ask the one-statement probe first whether anything is claimable now: it takes a fraction of
+     * the scan's time, so a crashed holder's item is not kept waiting. When it found something, its wakes are out and
+     * the scan follows a cadence later, so as not to compete with the claims just woken; when it found nothing (the
+     * usual answer for stale lease ends), the scan runs at once.
      */
     private void runScans() {
         try {
@@ -479,6 +485,11 @@ public final class LongPoller implements AutoCloseable {
                 } finally {
                     deadlineLock.unlock();
                 }
+                if (!verifying.isEmpty() && probeFor(verifying)) {
+                    signals.leaseEndsVerified(0);
+                    scanLater();
+                    continue;
+                }
                 long now = clock.millis();
                 int limit = settings.maxTrackedDeadlines();
                 List<Hint> hints;
@@ -490,12 +501,16 @@ public final class LongPoller implements AutoCloseable {
                 }
                 signals.scanFinished(hints == null);
                 if (hints == null) {
-                    // Nothing verified: the lease ends wake as they did before verification existed.
+                    // Nothing verified them (the probe found nothing, or failed: it cannot tell): the lease ends wake
+                    // as they did before verification existed.
                     verifying.values().forEach(h -> registry.wake(h, null));
                     retryScanLater();
                     continue;
                 }
-                answered(mark, now, limit, hints, verifying);
+                int dropped = answered(mark, now, limit, hints);
+                if (!verifying.isEmpty()) {
+                    signals.leaseEndsVerified(dropped);
+                }
             }
         } finally {
             scanRunning.set(false);
@@ -505,7 +520,31 @@ public final class LongPoller implements AutoCloseable {
         }
     }
 
-    private void answered(long mark, long now, int limit, List<Hint> hints, Map<QueueKind, Hint> verifying) {
+    /**
+     * The probe's answer for due lease ends: wakes for what is claimable now (a due lease end whose item is
+     * claimable is among it); true when it found anything. A count at the cap routes by the items it counted only,
+     * so it cannot vouch for a lease-ended item: those lease ends wake a fetch themselves.
+     */
+    private boolean probeFor(Map<QueueKind, Hint> verifying) {
+        List<Hint> claimable;
+        try {
+            claimable = scanner.probe(clock.millis());
+        } catch (RuntimeException e) {
+            LOG.debug("pgdurable: lease-end probe failed", e);
+            return false;
+        }
+        for (Hint h : claimable) {
+            Hint due = verifying.get(h.queue());
+            if (due != null && h.count() >= Hint.SCAN_CAP) {
+                registry.wake(due, null);
+            }
+        }
+        claimable.forEach(this::route);
+        return !claimable.isEmpty();
+    }
+
+    /** Forgets what a scan answer supersedes, then routes it; returns how many tracked lease ends were forgotten. */
+    private int answered(long mark, long now, int limit, List<Hint> hints) {
         ScanAnswer answer = ScanAnswer.of(now, limit, hints);
         int dropped = 0;
         deadlineLock.lock();
@@ -519,11 +558,6 @@ public final class LongPoller implements AutoCloseable {
         } finally {
             deadlineLock.unlock();
         }
-        verifying.forEach((q, h) -> {
-            if (answer.claimableCapped(q)) {
-                registry.wake(h, null); // the capped count's routing may not cover the lease-ended item
-            }
-        });
         hints.forEach(this::route);
         boolean rescan;
         deadlineLock.lock();
@@ -535,11 +569,18 @@ public final class LongPoller implements AutoCloseable {
         } finally {
             deadlineLock.unlock();
         }
-        if (!verifying.isEmpty()) {
-            signals.leaseEndsVerified(dropped);
-        }
         if (rescan) {
             requestScan(); // dropped deadlines the answer did not cover, and nothing left to fire before them
+        }
+        return dropped;
+    }
+
+    /** A scan one cadence from now, without doubting what was announced (see {@link #startScan}). */
+    private void scanLater() {
+        try {
+            timer.schedule(this::startScan, settings.wakeCoalescing().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException closing) {
+            // shutting down
         }
     }
 

@@ -18,7 +18,6 @@ import java.util.Map;
  */
 final class ScanAnswer {
     private final Map<QueueKind, Long> horizon = new EnumMap<>(QueueKind.class);
-    private final Map<QueueKind, Boolean> claimableCapped = new EnumMap<>(QueueKind.class);
 
     private ScanAnswer() {}
 
@@ -28,21 +27,20 @@ final class ScanAnswer {
         for (QueueKind q : QueueKind.values()) {
             List<Long> leaseEnds = new ArrayList<>();
             List<Long> visible = new ArrayList<>();
-            boolean capped = false;
             for (Hint h : hints) {
                 if (h.queue() != q) {
                     continue;
                 }
                 if (h.atMs() <= nowMs) {
-                    capped |= h.count() >= Hint.SCAN_CAP;
-                } else if (h.count() == 0) {
+                    continue; // claimable now: nothing cut off
+                }
+                if (h.count() == 0) {
                     leaseEnds.add(h.atMs());
                 } else {
                     visible.add(h.atMs());
                 }
             }
             a.horizon.put(q, Math.min(cut(leaseEnds, limit), cut(visible, limit)));
-            a.claimableCapped.put(q, capped);
         }
         return a;
     }
@@ -66,13 +64,5 @@ final class ScanAnswer {
     /** Nothing of any kind was cut off. */
     boolean complete() {
         return horizon.values().stream().allMatch(h -> h == Long.MAX_VALUE);
-    }
-
-    /**
-     * The queue's claimable count reached the cap ("at least"): its routing (tags, sessions) describes only the
-     * items counted, so it cannot vouch that an item whose lease ended is among them.
-     */
-    boolean claimableCapped(QueueKind queue) {
-        return claimableCapped.get(queue);
     }
 }

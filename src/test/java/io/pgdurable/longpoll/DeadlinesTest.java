@@ -87,14 +87,12 @@ class DeadlinesTest {
         assertEquals(400, full.horizon(QueueKind.WORKER), "three lease ends at a limit of three");
         assertEquals(Long.MAX_VALUE, full.horizon(QueueKind.ORCHESTRATOR));
         assertFalse(full.complete());
-        assertFalse(full.claimableCapped(QueueKind.WORKER));
 
         ScanAnswer roomy = ScanAnswer.of(now, 4, rows);
         assertTrue(roomy.complete());
         assertEquals(Long.MAX_VALUE, roomy.horizon(QueueKind.WORKER));
 
-        ScanAnswer capped = ScanAnswer.of(now, 4, List.of(Hint.anything(QueueKind.WORKER, now, Hint.SCAN_CAP)));
-        assertTrue(capped.claimableCapped(QueueKind.WORKER));
-        assertFalse(capped.claimableCapped(QueueKind.ORCHESTRATOR));
+        ScanAnswer claimable = ScanAnswer.of(now, 1, List.of(Hint.anything(QueueKind.WORKER, now, Hint.SCAN_CAP)));
+        assertTrue(claimable.complete(), "what is claimable now is counted, not cut off");
     }
 }

@@ -131,7 +131,7 @@ class LeaseEndVerificationTest {
                     + " ms before the lease ended");
             assertTrue(w.endMillis() < e + LEASE_MS + PROMPT_MS, "reclaimed " + (w.endMillis() - e - LEASE_MS)
                     + " ms after the lease ended");
-            assertTrue(h.signals.verifications() > verified, "no verification ran: " + h.signals);
+            h.signals.await(() -> h.signals.verifications() > verified, GET, "the verification of the lease end");
             System.out.println("[lp] crash among stale lease ends: reclaimed " + (w.endMillis() - e - LEASE_MS) + ".."
                     + (w.endMillis() - s - LEASE_MS) + " ms after the lease end");
             p.ackWorkItem(again.lockToken(), null);
@@ -173,7 +173,7 @@ class LeaseEndVerificationTest {
                     + " ms before the lease ended");
             assertTrue(winner.endMillis() < e + LEASE_MS + PROMPT_MS, "reclaimed "
                     + (winner.endMillis() - e - LEASE_MS) + " ms after the lease ended");
-            assertTrue(b.signals.verifications() > verified, "B never verified: " + b.signals);
+            b.signals.await(() -> b.signals.verifications() > verified, GET, "B's verification of the lease end");
             assertEquals(1, b.signals.wakes() - wakes, "one wake for the one claimable item, none for the acked "
                     + "ones: " + b.signals);
             assertEquals(3, claims.get(), "one claim after the lease end, the one that reclaimed the item");
@@ -214,7 +214,7 @@ class LeaseEndVerificationTest {
                     + " ms before the lease ended");
             assertTrue(w.endMillis() < e + LEASE_MS + PROMPT_MS, "reclaimed " + (w.endMillis() - e - LEASE_MS)
                     + " ms after the lease ended (fallback 30 s)");
-            assertTrue(h.signals.verifications() > verified, "no verification ran: " + h.signals);
+            h.signals.await(() -> h.signals.verifications() > verified, GET, "the verification of the lease end");
             p.ackWorkItem(again.lockToken(), null);
         }
     }
