@@ -17,7 +17,7 @@ import java.util.UUID;
 public final class Bench {
     /** Every scenario, in run order. */
     public static final List<String> SCENARIOS = List.of("idle", "wake", "timer", "lease", "wakes-per-item",
-            "throughput", "drain", "fanout", "notify-overhead", "sql-wake", "sidecar");
+            "burst-quiet", "throughput", "drain", "fanout", "notify-overhead", "sql-wake", "sidecar");
 
     /**
      * What to run.
@@ -61,6 +61,7 @@ public final class Bench {
             case "timer": return new TimerScenario();
             case "lease": return new LeaseScenario();
             case "wakes-per-item": return new WakesPerItemScenario();
+            case "burst-quiet": return new BurstQuietScenario();
             case "throughput": return new ThroughputScenario();
             case "drain": return new DrainScenario();
             case "fanout": return new FanoutScenario();

@@ -47,6 +47,10 @@ final class Charts {
                     List.of("wakesPerItem", "statementsPerItem"), List.of("wakes (short: polls)", r.unit()),
                     new double[] {2, Double.NaN}, "target ≤"));
         }
+        ScenarioResult bq = r.scenario("burst-quiet");
+        if (bq != null) {
+            out.add(burstQuietTimeline(bq, r.unit()));
+        }
         ScenarioResult tp = r.scenario("throughput");
         if (tp != null) {
             out.add(throughputBars(tp));
@@ -98,6 +102,23 @@ final class Charts {
         plot.reference(new SvgPlot.Reference(2.5, false, "target ≤ 2.5/s (long)", Svg.TARGET_COLOR));
         return new Chart("idle-timeline.svg", "Idle " + unit + "/s over time (seconds with none drawn at 0.1)",
                 "idle", plot.render());
+    }
+
+    private static Chart burstQuietTimeline(ScenarioResult bq, String unit) {
+        SvgPlot plot = new SvgPlot(unit + " per second after a burst of " + bq.settings().get("items")
+                + " items, " + BurstQuietScenario.CONSUMERS + " dispatchers", "seconds after the window started",
+                unit + "/s", false, true);
+        for (Mode m : Mode.values()) {
+            List<double[]> pts = new ArrayList<>();
+            for (double[] p : bq.mode(m).series().getOrDefault("timeline", List.of())) {
+                pts.add(new double[] {p[0], Math.max(0.1, p[1])});
+            }
+            plot.add(new SvgPlot.Series(m.label(), Svg.color(m), null, pts, pts.size() <= 20));
+        }
+        plot.reference(new SvgPlot.Reference(2.5, false, "target ≤ 2.5/s (long)", Svg.TARGET_COLOR));
+        return new Chart("burst-quiet-timeline.svg", unit + "/s after a drained burst (seconds with none drawn at "
+                + "0.1; lock timeout " + bq.settings().get("lockTimeoutSeconds") + " s)", "burst-quiet",
+                plot.render());
     }
 
     @SuppressWarnings("unchecked")

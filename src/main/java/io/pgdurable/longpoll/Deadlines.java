@@ -1,6 +1,7 @@
 package io.pgdurable.longpoll;
 
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -8,13 +9,17 @@ import java.util.TreeMap;
 /**
  * Future wake-up times: delayed visibility and lease ends announced by hints or found by scans. Storage is bounded:
  * only the earliest {@code capacity} are kept, and when any were dropped {@link #overflowed()} tells the owner to
- * scan again once the kept ones have fired. Not thread-safe: the owner guards it.
+ * scan again once the kept ones have fired. Every deadline offered gets a sequence number, so the owner can tell
+ * which ones a database answer started after them supersedes ({@link #mark()}). Not thread-safe: the owner guards
+ * it.
  */
 final class Deadlines {
     private final int capacity;
     private final TreeMap<Key, Hint> byTime = new TreeMap<>();
     private long sequence;
     private boolean overflow;
+    /** The highest sequence number among the deadlines dropped for capacity, -1 while none was. */
+    private long lastDropped = -1;
 
     private record Key(long atMs, long seq) implements Comparable<Key> {
         @Override
@@ -30,16 +35,54 @@ final class Deadlines {
 
     /** Adds a deadline; returns true when it became the earliest (the timer must re-arm). */
     boolean add(Hint hint) {
+        long seq = sequence++;
         if (byTime.size() >= capacity) {
             Map.Entry<Key, Hint> last = byTime.lastEntry();
             overflow = true;
             if (hint.atMs() >= last.getKey().atMs()) {
+                lastDropped = Math.max(lastDropped, seq);
                 return false; // later than everything kept: a rescan will find it
             }
-            byTime.pollLastEntry();
+            lastDropped = Math.max(lastDropped, byTime.pollLastEntry().getKey().seq());
         }
-        byTime.put(new Key(hint.atMs(), sequence++), hint);
+        byTime.put(new Key(hint.atMs(), seq), hint);
         return byTime.firstKey().atMs() == hint.atMs();
+    }
+
+    /** The sequence number the next deadline will get: every deadline offered before this call is below it. */
+    long mark() {
+        return sequence;
+    }
+
+    /**
+     * Removes the lease ends (count 0) of {@code queue} that were offered before {@code mark} and fall before
+     * {@code horizonMs}: a database answer that started after them has told the truth about them. Returns how many.
+     */
+    int dropLeaseEnds(QueueKind queue, long mark, long horizonMs) {
+        int dropped = 0;
+        Iterator<Map.Entry<Key, Hint>> it = byTime.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<Key, Hint> e = it.next();
+            if (e.getKey().atMs() >= horizonMs) {
+                break;
+            }
+            Hint h = e.getValue();
+            if (e.getKey().seq() < mark && h.count() == 0 && h.queue() == queue) {
+                it.remove();
+                dropped++;
+            }
+        }
+        return dropped;
+    }
+
+    /**
+     * Forgets the overflow when every deadline dropped for capacity was offered before {@code mark}: a complete
+     * database answer that started after them has found whatever they stood for.
+     */
+    void overflowCoveredBy(long mark) {
+        if (overflow && lastDropped < mark) {
+            overflow = false;
+        }
     }
 
     /** The earliest deadline, or {@link Long#MAX_VALUE}. */

@@ -27,6 +27,13 @@ public interface LongPollSignals {
     /** The one-second fallback probe ran. */
     default void fallbackPoll() {}
 
+    /**
+     * Lease ends that came due were verified (they woke no fetch themselves; what the database called claimable
+     * did): {@code dropped} tracked lease ends the answering scan superseded were forgotten (0 when the probe found
+     * claimable work: the scan then follows a cadence later).
+     */
+    default void leaseEndsVerified(int dropped) {}
+
     /** A parked fetch was woken (queue "orchestrator" or "worker"). */
     default void waiterWoken(String queue) {}
 

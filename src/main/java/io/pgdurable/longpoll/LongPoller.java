@@ -8,6 +8,8 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -26,6 +28,8 @@ import org.slf4j.LoggerFactory;
  * visibility, lease ends), from timer scans (after every (re)LISTEN, periodically, after deadline overflow) and from
  * a one-second fallback probe that runs whenever fetches wait, whatever the listener and the scans are doing.
  * A hint wakes about one matching waiter per announced item; the woken fetch asks the database, which decides.
+ * A lease end that comes due wakes nobody by itself: read-only questions first ask whether anything became
+ * claimable (most leases end in an ack long before their time, and a claim for a gone item is a wasted write).
  *
  * <p>It never claims work itself and never builds SQL: the provider hands it the claim to retry and a
  * {@link WorkScanner} for its read-only questions.
@@ -49,7 +53,13 @@ public final class LongPoller implements AutoCloseable {
     private final Notifier notifier;
     private final ReentrantLock deadlineLock = new ReentrantLock();
     private final Deadlines deadlines;
-    private final Map<QueueKind, Long> lastLeaseEndWake = new EnumMap<>(QueueKind.class);
+    /** Per queue, when the latest verification of due lease ends was asked for (guarded by deadlineLock). */
+    private final Map<QueueKind, Long> lastVerification = new EnumMap<>(QueueKind.class);
+    /**
+     * Per queue, the due lease ends (routes merged) a requested scan has yet to verify; taken when the scan starts
+     * (guarded by deadlineLock).
+     */
+    private final Map<QueueKind, Hint> toVerify = new EnumMap<>(QueueKind.class);
     private final ScheduledExecutorService timer;
     private final ExecutorService scans;
     private final ExecutorService probes;
@@ -70,7 +80,7 @@ public final class LongPoller implements AutoCloseable {
         this.registry = new WaiterRegistry(settings.maxParkedWaiters(), signals);
         this.deadlines = new Deadlines(settings.maxTrackedDeadlines());
         for (QueueKind q : QueueKind.values()) {
-            lastLeaseEndWake.put(q, Long.MIN_VALUE / 2);
+            lastVerification.put(q, Long.MIN_VALUE / 2);
         }
         this.timer = Executors.newSingleThreadScheduledExecutor(daemon("pgdurable-longpoll-timer-" + channel));
         this.scans = Executors.newSingleThreadExecutor(daemon("pgdurable-longpoll-scan-" + channel));
@@ -95,6 +105,16 @@ public final class LongPoller implements AutoCloseable {
     /** Wakes handed out since start (for the wakes-per-item measurement). */
     public long wakesIssued() {
         return registry.wakesIssued();
+    }
+
+    /** Future wake-up times tracked right now (delayed visibility, lease ends), for tests and metrics. */
+    public int trackedDeadlines() {
+        deadlineLock.lock();
+        try {
+            return deadlines.size();
+        } finally {
+            deadlineLock.unlock();
+        }
     }
 
     /** Fetches currently registered (parked or claiming). */
@@ -236,7 +256,7 @@ public final class LongPoller implements AutoCloseable {
         if (closed.get()) {
             return;
         }
-        if (hint.atMs() <= nowMs) {
+        if (hint.atMs() <= nowMs && hint.count() > 0) {
             registry.wake(hint, null);
             return;
         }
@@ -263,8 +283,9 @@ public final class LongPoller implements AutoCloseable {
         }
     }
 
+    /** Wakes for what is claimable now; tracks the rest, and lease ends even when due (see {@link #fireDue}). */
     private void route(Hint hint) {
-        if (hint.atMs() <= clock.millis()) {
+        if (hint.atMs() <= clock.millis() && hint.count() > 0) {
             registry.wake(hint, null);
             return;
         }
@@ -296,24 +317,37 @@ public final class LongPoller implements AutoCloseable {
         }
     }
 
-    /** Fires due deadlines; lease ends coalesce to one wake per queue per cadence. Never fires early. */
+    /**
+     * Fires due deadlines, never early. A due lease end (count 0) wakes nobody: most leases end in an ack long before
+     * their time, and each wake for a gone item costs a claim (two, with its pass-on) per queue and cadence until
+     * every stale lease end has passed. It asks for a verification instead, at most one per queue per cadence: the
+     * probe, then a timer scan, both read-only, whose answers wake fetches for what is claimable, and the scan's
+     * forgets the tracked lease ends it supersedes ({@link #runScans}). Lease ends that come due while a requested
+     * verification has not started ride along with it; later ones wait for the next cadence, as lease-end wakes
+     * always did.
+     */
     private void fireDue() {
         long now = clock.millis();
         List<Hint> wake = new ArrayList<>();
         long next;
         boolean rescan;
+        boolean verify = false;
         deadlineLock.lock();
         try {
             long cadence = settings.wakeCoalescing().toMillis();
             for (Hint h : deadlines.due(now)) {
+                QueueKind q = h.queue();
                 if (h.count() > 0) {
                     wake.add(h);
-                } else if (now - lastLeaseEndWake.get(h.queue()) >= cadence) {
-                    lastLeaseEndWake.put(h.queue(), now);
-                    wake.add(h);
+                } else if (toVerify.containsKey(q)) {
+                    toVerify.put(q, sameRoutes(toVerify.get(q), h));
+                } else if (now - lastVerification.get(q) >= cadence) {
+                    lastVerification.put(q, now);
+                    toVerify.put(q, h);
+                    verify = true;
                 } else {
-                    deadlines.add(new Hint(h.queue(), lastLeaseEndWake.get(h.queue()) + cadence, 0, h.untagged(),
-                            h.tags(), h.sessions(), h.hops()));
+                    deadlines.add(new Hint(q, lastVerification.get(q) + cadence, 0, h.untagged(), h.tags(),
+                            h.sessions(), h.hops()));
                 }
             }
             next = deadlines.earliest();
@@ -332,7 +366,26 @@ public final class LongPoller implements AutoCloseable {
         }
         if (rescan) {
             requestScan();
+        } else if (verify) {
+            startScan();
         }
+    }
+
+    /** Most tags a merged lease end names before it stands for any tag. */
+    private static final int MAX_MERGED_TAGS = 16;
+
+    /** One lease end whose route accepts whatever either accepts (the earlier time). */
+    private static Hint sameRoutes(Hint a, Hint b) {
+        Set<String> tags = null;
+        if (a.tags() != null && b.tags() != null) {
+            tags = new TreeSet<>(a.tags());
+            tags.addAll(b.tags());
+            if (tags.size() > MAX_MERGED_TAGS) {
+                tags = null;
+            }
+        }
+        return new Hint(a.queue(), Math.min(a.atMs(), b.atMs()), 0, a.untagged() || b.untagged(), tags,
+                a.sessions() || b.sessions(), 0);
     }
 
     private void fallbackTick() {
@@ -384,6 +437,17 @@ public final class LongPoller implements AutoCloseable {
         if (emptyAt.size() > MAX_CLAIM_KEYS) {
             emptyAt.clear();
         }
+        startScan();
+    }
+
+    /**
+     * A scan without doubting what was announced: a verification of due lease ends is a question about the
+     * database, not about missed notifications, so it leaves the skipped-claim memory alone.
+     */
+    private void startScan() {
+        if (closed.get()) {
+            return;
+        }
         scanPending.set(true);
         if (!scanRunning.compareAndSet(false, true)) {
             return;
@@ -395,28 +459,128 @@ public final class LongPoller implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs the requested scans one after another. Each scan is a complete account of the database at its snapshot
+     * (below the horizon of what it returned, see {@link ScanAnswer}), so it supersedes every lease end tracked
+     * before it started: those are forgotten, and the scan's own answer (what is claimable now, the true future
+     * lease ends) is routed instead. A lease end offered after the scan started is kept: its claim may have
+     * committed after the snapshot. Deadlines are only ever offered after the commit they stand for, so one offered
+     * before the mark stands for a commit the scan's snapshot sees.
+     *
+     * <p>Due lease ends ask the one-statement probe first whether anything is claimable now: it takes a fraction of
+     * the scan's time, so a crashed holder's item is not kept waiting. When it found something, its wakes are out and
+     * the scan follows a cadence later, so as not to compete with the claims just woken; when it found nothing (the
+     * usual answer for stale lease ends), the scan runs at once.
+     */
     private void runScans() {
         try {
             while (scanPending.getAndSet(false) && !closed.get()) {
+                long mark;
+                Map<QueueKind, Hint> verifying = new EnumMap<>(QueueKind.class);
+                deadlineLock.lock();
+                try {
+                    mark = deadlines.mark();
+                    verifying.putAll(toVerify);
+                    toVerify.clear();
+                } finally {
+                    deadlineLock.unlock();
+                }
+                if (!verifying.isEmpty() && probeFor(verifying)) {
+                    signals.leaseEndsVerified(0);
+                    scanLater();
+                    continue;
+                }
+                long now = clock.millis();
+                int limit = settings.maxTrackedDeadlines();
                 List<Hint> hints;
                 try {
-                    hints = scanner.scan(clock.millis(), settings.maxTrackedDeadlines());
+                    hints = scanner.scan(now, limit);
                 } catch (RuntimeException e) {
                     LOG.debug("pgdurable: timer scan failed", e);
                     hints = null;
                 }
                 signals.scanFinished(hints == null);
                 if (hints == null) {
+                    // Nothing verified them (the probe found nothing, or failed: it cannot tell): the lease ends wake
+                    // as they did before verification existed.
+                    verifying.values().forEach(h -> registry.wake(h, null));
                     retryScanLater();
-                } else {
-                    hints.forEach(this::route);
+                    continue;
+                }
+                int dropped = answered(mark, now, limit, hints);
+                if (!verifying.isEmpty()) {
+                    signals.leaseEndsVerified(dropped);
                 }
             }
         } finally {
             scanRunning.set(false);
         }
         if (scanPending.get()) {
-            requestScan(); // a request raced the end of the loop
+            startScan(); // a request raced the end of the loop
+        }
+    }
+
+    /**
+     * The probe's answer for due lease ends: wakes for what is claimable now (a due lease end whose item is
+     * claimable is among it); true when it found anything. A count at the cap routes by the items it counted only,
+     * so it cannot vouch for a lease-ended item: those lease ends wake a fetch themselves.
+     */
+    private boolean probeFor(Map<QueueKind, Hint> verifying) {
+        List<Hint> claimable;
+        try {
+            claimable = scanner.probe(clock.millis());
+        } catch (RuntimeException e) {
+            LOG.debug("pgdurable: lease-end probe failed", e);
+            return false;
+        }
+        for (Hint h : claimable) {
+            Hint due = verifying.get(h.queue());
+            if (due != null && h.count() >= Hint.SCAN_CAP) {
+                registry.wake(due, null);
+            }
+        }
+        claimable.forEach(this::route);
+        return !claimable.isEmpty();
+    }
+
+    /** Forgets what a scan answer supersedes, then routes it; returns how many tracked lease ends were forgotten. */
+    private int answered(long mark, long now, int limit, List<Hint> hints) {
+        ScanAnswer answer = ScanAnswer.of(now, limit, hints);
+        int dropped = 0;
+        deadlineLock.lock();
+        try {
+            for (QueueKind q : QueueKind.values()) {
+                dropped += deadlines.dropLeaseEnds(q, mark, answer.horizon(q));
+            }
+            if (answer.complete()) {
+                deadlines.overflowCoveredBy(mark);
+            }
+        } finally {
+            deadlineLock.unlock();
+        }
+        hints.forEach(this::route);
+        boolean rescan;
+        deadlineLock.lock();
+        try {
+            rescan = deadlines.overflowed();
+            if (rescan) {
+                deadlines.clearOverflow();
+            }
+        } finally {
+            deadlineLock.unlock();
+        }
+        if (rescan) {
+            requestScan(); // dropped deadlines the answer did not cover, and nothing left to fire before them
+        }
+        return dropped;
+    }
+
+    /** A scan one cadence from now, without doubting what was announced (see {@link #startScan}). */
+    private void scanLater() {
+        try {
+            timer.schedule(this::startScan, settings.wakeCoalescing().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException closing) {
+            // shutting down
         }
     }
 

@@ -23,6 +23,9 @@ final class SignalRecorder implements LongPollSignals {
     private final AtomicLong fallbackPolls = new AtomicLong();
     private final AtomicLong wakes = new AtomicLong();
     private final AtomicLong claimsSkipped = new AtomicLong();
+    private final AtomicInteger verifications = new AtomicInteger();
+    private final AtomicLong leaseEndsDropped = new AtomicLong();
+    private volatile long lastVerifiedMillis;
     private final List<String> notifications = new ArrayList<>();
 
     @Override
@@ -57,6 +60,14 @@ final class SignalRecorder implements LongPollSignals {
     @Override
     public void fallbackPoll() {
         fallbackPolls.incrementAndGet();
+        changed();
+    }
+
+    @Override
+    public void leaseEndsVerified(int dropped) {
+        lastVerifiedMillis = System.currentTimeMillis();
+        leaseEndsDropped.addAndGet(dropped);
+        verifications.incrementAndGet();
         changed();
     }
 
@@ -113,6 +124,21 @@ final class SignalRecorder implements LongPollSignals {
         return wakes.get();
     }
 
+    /** Verifications of due lease ends answered so far. */
+    int verifications() {
+        return verifications.get();
+    }
+
+    /** Tracked lease ends the verifications forgot, in all. */
+    long leaseEndsDropped() {
+        return leaseEndsDropped.get();
+    }
+
+    /** Wall-clock time of the latest verification's answer. */
+    long lastVerifiedMillis() {
+        return lastVerifiedMillis;
+    }
+
     int notificationCount() {
         synchronized (monitor) {
             return notifications.size();
@@ -152,7 +178,8 @@ final class SignalRecorder implements LongPollSignals {
     @Override
     public String toString() {
         return "signals{listens=" + listens + ", lost=" + connectionsLost + ", scansOk=" + scansOk + ", scansTimedOut="
-                + scansTimedOut + ", fallbackPolls=" + fallbackPolls + ", wakes=" + wakes + ", notifications="
+                + scansTimedOut + ", fallbackPolls=" + fallbackPolls + ", wakes=" + wakes + ", verifications="
+                + verifications + ", leaseEndsDropped=" + leaseEndsDropped + ", notifications="
                 + notificationCount() + "}";
     }
 }
