@@ -30,3 +30,63 @@ BEGIN
     RETURN ${schema}.provider_write(p_now, p_origin, p_announced);
 END
 $$;
+
+-- Long polling's two read-only questions, unchanged in what they answer, in PL/pgSQL: a LANGUAGE sql function that
+-- is not inlined is planned again on every call, and since issue 12 these run on every due lease end (docs/
+-- long-polling.md, "Lease ends are verified"), where their time is the crash path's delay. PL/pgSQL keeps the plans.
+CREATE OR REPLACE FUNCTION ${schema}.claimable_now(p_now BIGINT)
+RETURNS TABLE (kind TEXT, at_ms BIGINT, n BIGINT, untagged BOOLEAN, tags TEXT[], sessions BOOLEAN)
+LANGUAGE plpgsql STABLE
+SET lock_timeout = '200ms'
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT 'o'::TEXT, p_now, count(DISTINCT c.instance_id), TRUE, NULL::TEXT[], FALSE
+      FROM (SELECT q.instance_id
+              FROM ${schema}.orchestrator_queue q
+             WHERE q.visible_at_ms <= p_now
+               AND (q.lock_token IS NULL OR q.locked_until_ms <= p_now)
+               AND NOT EXISTS (SELECT 1 FROM ${schema}.instance_locks l
+                                WHERE l.instance_id = q.instance_id AND l.locked_until_ms > p_now)
+             ORDER BY q.visible_at_ms, q.id
+             LIMIT 64) c
+    HAVING count(*) > 0
+    UNION ALL
+    SELECT 'w'::TEXT, p_now, count(*), bool_or(c.tag IS NULL),
+           COALESCE(array_agg(DISTINCT c.tag) FILTER (WHERE c.tag IS NOT NULL), '{}'), bool_or(c.session_id IS NOT NULL)
+      FROM (SELECT w.tag, w.session_id
+              FROM ${schema}.worker_queue w
+             WHERE w.visible_at_ms <= p_now AND (w.lock_token IS NULL OR w.locked_until_ms <= p_now)
+             ORDER BY w.id
+             LIMIT 64) c
+    HAVING count(*) > 0;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ${schema}.next_deadlines(p_now BIGINT, p_limit INT)
+RETURNS TABLE (kind TEXT, at_ms BIGINT, n BIGINT, untagged BOOLEAN, tags TEXT[], sessions BOOLEAN)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY
+    SELECT * FROM ${schema}.claimable_now(p_now)
+    UNION ALL
+    (SELECT 'o'::TEXT, q.visible_at_ms, 1::BIGINT, TRUE, NULL::TEXT[], FALSE FROM ${schema}.orchestrator_queue q
+      WHERE q.visible_at_ms > p_now ORDER BY q.visible_at_ms LIMIT p_limit)
+    UNION ALL
+    (SELECT 'o'::TEXT, l.locked_until_ms, 0::BIGINT, TRUE, NULL::TEXT[], FALSE FROM ${schema}.instance_locks l
+      WHERE l.locked_until_ms > p_now ORDER BY l.locked_until_ms LIMIT p_limit)
+    UNION ALL
+    (SELECT 'w'::TEXT, w.visible_at_ms, 1::BIGINT, w.tag IS NULL,
+            CASE WHEN w.tag IS NULL THEN '{}'::TEXT[] ELSE ARRAY[w.tag] END, w.session_id IS NOT NULL
+       FROM ${schema}.worker_queue w
+      WHERE w.lock_token IS NULL AND w.visible_at_ms > p_now ORDER BY w.visible_at_ms LIMIT p_limit)
+    UNION ALL
+    (SELECT 'w'::TEXT, w.locked_until_ms, 0::BIGINT, w.tag IS NULL,
+            CASE WHEN w.tag IS NULL THEN '{}'::TEXT[] ELSE ARRAY[w.tag] END, w.session_id IS NOT NULL
+       FROM ${schema}.worker_queue w
+      WHERE w.lock_token IS NOT NULL AND w.locked_until_ms > p_now ORDER BY w.locked_until_ms LIMIT p_limit)
+    UNION ALL
+    (SELECT 'w'::TEXT, s.locked_until_ms, 0::BIGINT, TRUE, NULL::TEXT[], TRUE FROM ${schema}.sessions s
+      WHERE s.locked_until_ms > p_now ORDER BY s.locked_until_ms LIMIT p_limit);
+END
+$$;

@@ -75,4 +75,35 @@ class AnnouncerTest {
             announcer.close();
         }
     }
+
+    @Test
+    void a_lease_end_behind_one_already_told_is_not_told_again() throws Exception {
+        BlockingQueue<String> sent = new LinkedBlockingQueue<>();
+        Announcer announcer = new Announcer(null, payloads -> sent.addAll(payloads), null, null, "test",
+                LongPollSignals.NONE, Clock.systemUTC());
+        try {
+            long now = System.currentTimeMillis();
+            for (int i = 0; i < 50; i++) { // fifty claims, each announcing its lease end a little later
+                announcer.announce(new Hint(QueueKind.WORKER, now + 60_000 + i, 0, true, null, true, 0), now);
+            }
+            announcer.announce(new Hint(QueueKind.WORKER, now + 30_000, 0, true, null, true, 0), now);
+            announcer.announce(new Hint(QueueKind.ORCHESTRATOR, now + 61_000, 0, true, null, false, 0), now);
+            announcer.announce(new Hint(QueueKind.WORKER, now + 90_000, 1, true, null, false, 0), now);
+            java.util.Set<String> got = new java.util.HashSet<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (got.size() < 4 && System.nanoTime() < deadline) {
+                String p = sent.poll(100, TimeUnit.MILLISECONDS);
+                if (p != null) {
+                    got.add(p.substring(0, p.lastIndexOf('|')));
+                }
+            }
+            assertEquals(java.util.Set.of("w|" + (now + 60_000) + "|0|1|*|1", "w|" + (now + 30_000) + "|0|1|*|1",
+                    "o|" + (now + 61_000) + "|0", "w|" + (now + 90_000) + "|1|1|*|0"), got,
+                    "the first lease end, an earlier one, the other queue's and an item hint; the 49 later lease "
+                            + "ends are left to the receivers' verification at the first");
+            assertEquals(null, sent.poll(300, TimeUnit.MILLISECONDS), "nothing else");
+        } finally {
+            announcer.close();
+        }
+    }
 }
