@@ -197,13 +197,16 @@ class AnnouncementsTest {
         }
         provider.ackOrchestrationItem(turn.lockToken(), 1, List.of(Events.orchestrationStarted(1, "O", "1.0.0", "{}")),
                 List.of(), timers, ExecutionMetadata.of("O", "1.0.0"), List.of());
-        List<String> hints = drain(9);
-        assertEquals(9, hints.size(), "eight timers, then one open-ended hint for the rest: " + hints);
-        for (int i = 0; i < 9; i++) {
+        List<String> hints = drain(8);
+        // Eight timers; the open-ended hint for the rest (count 0, at the ninth time) is not told to other processes,
+        // because the turn's lease end (count 0, told at the fetch) is still ahead of it: when that comes due there,
+        // the receivers' verification scan finds every future visibility time, the ninth and tenth included.
+        assertEquals(8, hints.size(), "eight timers: " + hints);
+        for (int i = 0; i < 8; i++) {
             String[] f = hints.get(i).split("\\|");
             assertEquals(now + (i + 1) * 60_000L, Long.parseLong(f[1]), hints.toString());
             // the first time also counts the instance itself, released with a message pending (its own timer)
-            assertTrue(i == 8 ? f[2].equals("0") : Integer.parseInt(f[2]) >= 1, hints.toString());
+            assertTrue(Integer.parseInt(f[2]) >= 1, hints.toString());
         }
     }
 
