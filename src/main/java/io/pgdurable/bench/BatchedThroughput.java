@@ -38,6 +38,30 @@ final class BatchedThroughput {
         return mode == Mode.LONG ? new WorkBatch(BATCH, 1, Mode.LONG_POLL_TIMEOUT) : WorkBatch.upTo(BATCH);
     }
 
+    /** Daemon threads for {@link #ackEachOnItsOwnThread}, one per ack that may be in flight at once. */
+    static ExecutorService ackThreads(int threads, String name) {
+        return Executors.newFixedThreadPool(threads, runnable -> {
+            Thread t = new Thread(runnable, name);
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /**
+     * Acks a fetched batch as a runtime's workers would, each item's {@code ackWorkItem} on a thread of its own, so a
+     * provider with {@code ackBatchSize} above 1 groups them; returns when all are acked (rethrows the first error).
+     */
+    static void ackEachOnItsOwnThread(OrchestrationProvider p, ExecutorService ackers, List<FetchedWorkItem> got)
+            throws Exception {
+        List<Future<?>> acks = new ArrayList<>(got.size());
+        for (FetchedWorkItem f : got) {
+            acks.add(ackers.submit(() -> p.ackWorkItem(f.lockToken(), null)));
+        }
+        for (Future<?> a : acks) {
+            a.get();
+        }
+    }
+
     static void run(Mode mode, BenchContext ctx, ModeResult r, String scenario) throws Exception {
         Profile prof = ctx.profile();
         int clients = ThroughputScenario.CLIENTS;
@@ -45,11 +69,7 @@ final class BatchedThroughput {
         AtomicLong done = new AtomicLong();
         AtomicLong seq = new AtomicLong();
         Workers workers = new Workers();
-        ExecutorService ackers = Executors.newFixedThreadPool(clients * BATCH, runnable -> {
-            Thread t = new Thread(runnable, "bench-batched-ack");
-            t.setDaemon(true);
-            return t;
-        });
+        ExecutorService ackers = ackThreads(clients * BATCH, "bench-batched-ack");
         try (Hub hub = ctx.hub(scenario + "_batched", mode, clients + 4, b -> b.ackBatchSize(BATCH))) {
             OrchestrationProvider p = hub.provider();
             workers.start("tp-batched", clients, i -> () -> {
@@ -66,13 +86,7 @@ final class BatchedThroughput {
                     }
                     return;
                 }
-                List<Future<?>> acks = new ArrayList<>(got.size());
-                for (FetchedWorkItem f : got) {
-                    acks.add(ackers.submit(() -> p.ackWorkItem(f.lockToken(), null)));
-                }
-                for (Future<?> a : acks) {
-                    a.get();
-                }
+                ackEachOnItsOwnThread(p, ackers, got);
                 cycle.recordNanos(System.nanoTime() - t0);
                 done.addAndGet(got.size());
             });

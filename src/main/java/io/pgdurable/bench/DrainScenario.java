@@ -182,11 +182,7 @@ final class DrainScenario extends PairedScenario {
             case SINGLE -> new SingleConsumer(mode, false);
             case ACK_NEXT -> new SingleConsumer(mode, true);
             case BATCHED -> new BatchConsumer(mode, null);
-            case GROUPED -> new BatchConsumer(mode, Executors.newFixedThreadPool(BATCH, r -> {
-                Thread t = new Thread(r, "bench-drain-ack");
-                t.setDaemon(true);
-                return t;
-            }));
+            case GROUPED -> new BatchConsumer(mode, BatchedThroughput.ackThreads(BATCH, "bench-drain-ack"));
             default -> throw new IllegalArgumentException(arm.name());
         };
         ExecutorService consumers = Executors.newFixedThreadPool(CONSUMERS, r -> {
@@ -363,13 +359,7 @@ final class DrainScenario extends PairedScenario {
                 }
                 return;
             }
-            List<Future<?>> acks = new ArrayList<>(got.size());
-            for (FetchedWorkItem f : got) {
-                acks.add(ackers.submit(() -> p.ackWorkItem(f.lockToken(), null)));
-            }
-            for (Future<?> a : acks) {
-                a.get();
-            }
+            BatchedThroughput.ackEachOnItsOwnThread(p, ackers, got);
         }
 
         @Override

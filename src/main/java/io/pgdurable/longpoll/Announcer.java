@@ -184,6 +184,9 @@ public final class Announcer implements AutoCloseable {
                 return null;
             }
         }
+        if (System.nanoTime() - lastSendNanos < MIN_SEND_INTERVAL_NANOS) {
+            return null; // the sender is busy: under load every write but one per interval ends here, without the lock
+        }
         lock.lock();
         try {
             long now = System.nanoTime();

@@ -22,7 +22,7 @@ final class Statements {
     final String fetchWorkItem;
     final String ackWorkItem;
     final String ackAndFetchWorkItem;
-    /** The same writes with their announcement's NOTIFY in the same statement (two more parameters, see inline()). */
+    /** The same writes with their announcement's NOTIFY in the same statement (two more parameters, see notifying()). */
     final String enqueueWorkerItemNotifying;
     final String enqueueOrchestratorItemNotifying;
     final String ackWorkItemNotifying;
@@ -83,9 +83,10 @@ final class Statements {
         if (origin != null && !origin.matches("[0-9a-f]{1,32}")) {
             throw new IllegalArgumentException("origin must be lowercase hexadecimal, was '" + origin + "'");
         }
-        String mark = s + "provider_write(?, " + (transactionalNotify && origin != null ? "'" + origin + "'" : "NULL")
-                + ", " + !transactionalNotify + ")";
-        String claimMark = asyncClaimCommit ? mark.replace("provider_write(", "provider_claim(") : mark;
+        String markArguments = "(?, " + (transactionalNotify && origin != null ? "'" + origin + "'" : "NULL") + ", "
+                + !transactionalNotify + ")";
+        String mark = s + "provider_write" + markArguments;
+        String claimMark = s + (asyncClaimCommit ? "provider_claim" : "provider_write") + markArguments;
         fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(" + marked(5, 1, claimMark) + ")";
         ackOrchestrationItem = "SELECT " + s + "ack_orchestration_turn(" + marked(31, 2, mark) + ")";
         abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(" + marked(4, 2, mark) + ")";
