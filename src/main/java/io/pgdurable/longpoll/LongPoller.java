@@ -247,24 +247,21 @@ public final class LongPoller implements AutoCloseable {
     /**
      * A hint from this process's own announcer, as of the announcing operation's time {@code nowMs}: routed without
      * the round trip through the database (the same announcement comes back by NOTIFY and is then ignored, see
-     * {@link #ignoreOrigin}). A hint due now wakes a waiter on the caller's thread; a future one is handed to the
-     * timer thread, which arms its deadline from a fresh clock reading (arming from {@code nowMs}, read before the
-     * operation's SQL, would fire late by the statement's duration) while the caller's thread keeps to one clock
-     * reading per operation.
+     * {@link #ignoreOrigin}). A hint due now wakes a waiter on the caller's thread; a future one is tracked on the
+     * caller's thread too, and the timer thread hears of it only when it became the earliest deadline (its arming
+     * reads the clock afresh: arming from {@code nowMs}, read before the operation's SQL, would fire late by the
+     * statement's duration). Every claim offers its lease end here, so a hand-off to the timer thread per claim was
+     * a thread wake-up per claim; later lease ends than the earliest need none.
      */
     public void offer(Hint hint, long nowMs) {
         if (closed.get()) {
             return;
         }
-        if (hint.atMs() <= nowMs && hint.count() > 0) {
+        if (hint.count() > 0 && hint.atMs() <= nowMs) {
             registry.wake(hint, null);
             return;
         }
-        try {
-            timer.execute(() -> route(hint));
-        } catch (RejectedExecutionException closing) {
-            // shutting down
-        }
+        route(hint);
     }
 
     /** Notifications carrying this origin were already offered locally. */
@@ -285,7 +282,7 @@ public final class LongPoller implements AutoCloseable {
 
     /** Wakes for what is claimable now; tracks the rest, and lease ends even when due (see {@link #fireDue}). */
     private void route(Hint hint) {
-        if (hint.atMs() <= clock.millis() && hint.count() > 0) {
+        if (hint.count() > 0 && hint.atMs() <= clock.millis()) {
             registry.wake(hint, null);
             return;
         }
