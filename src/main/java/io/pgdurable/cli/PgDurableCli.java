@@ -37,17 +37,19 @@ public final class PgDurableCli implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        throw new ParameterException(spec.commandLine(), "Missing required subcommand (migrate or status)");
+        String commands = String.join(", ", spec.subcommands().keySet().stream().filter(c -> !c.equals("help"))
+                .toList());
+        throw new ParameterException(spec.commandLine(), "a command is required, one of: " + commands);
     }
 
     public static void main(String[] args) {
         configureLogging(args);
-        System.exit(new CommandLine(new PgDurableCli()).execute(args));
+        System.exit(commandLine().execute(args));
     }
 
     /** Runs the command line in-process with the given streams and returns its exit code (used by tests). */
     public static int run(PrintWriter out, PrintWriter err, String... args) {
-        CommandLine cl = new CommandLine(new PgDurableCli());
+        CommandLine cl = commandLine();
         cl.setOut(out);
         cl.setErr(err);
         try {
@@ -56,6 +58,23 @@ public final class PgDurableCli implements Callable<Integer> {
             out.flush();
             err.flush();
         }
+    }
+
+    private static CommandLine commandLine() {
+        return new CommandLine(new PgDurableCli()).setParameterExceptionHandler(PgDurableCli::usageError);
+    }
+
+    /**
+     * A usage error is one line on stderr naming what was wrong and where the help is, exit code 2: the whole usage
+     * text after a typo buried the one line that mattered.
+     */
+    private static int usageError(ParameterException e, String[] args) {
+        CommandLine cmd = e.getCommandLine();
+        PrintWriter err = cmd.getErr();
+        err.println("error: " + redact(e.getMessage()) + " (see '" + cmd.getCommandSpec().qualifiedName()
+                + " --help')");
+        err.flush();
+        return cmd.getCommandSpec().exitCodeOnInvalidInput();
     }
 
     /**
@@ -75,9 +94,16 @@ public final class PgDurableCli implements Callable<Integer> {
             dt.setLevel(java.util.logging.Level.WARNING);
         }
         durableTaskLog = dt;
+        // pgjdbc warns through java.util.logging about a URL it cannot read; the command reports that itself.
+        java.util.logging.Logger driver = java.util.logging.Logger.getLogger("org.postgresql");
+        if (!verbose && driver.getLevel() == null) {
+            driver.setLevel(java.util.logging.Level.SEVERE);
+        }
+        driverLog = driver;
     }
 
     private static java.util.logging.Logger durableTaskLog;
+    private static java.util.logging.Logger driverLog;
 
     private static void setDefault(String property, String value) {
         if (System.getProperty(property) == null) {

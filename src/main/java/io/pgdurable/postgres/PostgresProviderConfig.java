@@ -307,6 +307,17 @@ public final class PostgresProviderConfig {
     }
 
     /** The URL with any password parameter value replaced. */
+    /**
+     * A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface at
+     * the first connection as "No suitable driver", naming neither the URL nor the mistake.
+     */
+    private static void checkParses(String name, String url) {
+        if (url != null && org.postgresql.Driver.parseURL(url, null) == null) {
+            throw new IllegalArgumentException(name + " is not a URL the PostgreSQL driver can read (check the host, "
+                    + "the port and the parameters), was '" + redactUrl(url) + "'");
+        }
+    }
+
     public static String redactUrl(String url) {
         return url == null ? null : url.replaceAll("(?i)(password=)[^&;]*", "$1***")
                 .replaceAll("(//[^/:@]+:)[^@/]*@", "$1***@");
@@ -602,6 +613,7 @@ public final class PostgresProviderConfig {
                 throw new IllegalArgumentException("jdbcUrl must start with 'jdbc:postgresql:', was '"
                         + redactUrl(jdbcUrl) + "'");
             }
+            checkParses("jdbcUrl", jdbcUrl);
             Identifiers.checkSchemaName(schema);
             if (poolSize < 1 || poolSize > 1000) {
                 throw new IllegalArgumentException("poolSize must be in 1..1000, was " + poolSize);
@@ -624,6 +636,7 @@ public final class PostgresProviderConfig {
                     throw new IllegalArgumentException("listenerUrl must start with 'jdbc:postgresql:', was '"
                             + redactUrl(listenerUrl) + "'");
                 }
+                checkParses("listenerUrl", listenerUrl);
                 Objects.requireNonNull(listenerDriver, "listenerDriver");
                 Objects.requireNonNull(longPollSignals, "longPollSignals");
                 positive("fallbackPollInterval", fallbackPollInterval);

@@ -188,18 +188,32 @@ class PgDurableCliTest {
     }
 
     @Test
+    void a_url_the_driver_cannot_read_is_a_usage_error_naming_it() {
+        Result r = cli("status", "--db", "jdbc:postgresql://127.0.0.1:54x32/test?password=secret");
+        assertEquals(2, r.code(), r.all());
+        assertEquals("error: jdbcUrl is not a URL the PostgreSQL driver can read (check the host, the port and the "
+                + "parameters), was 'jdbc:postgresql://127.0.0.1:54x32/test?password=***' (see 'pgdurable status "
+                + "--help')", r.err().strip());
+        assertFalse(r.all().contains("No suitable driver"), r.all());
+    }
+
+    @Test
     void usage_errors_exit_2() {
         Result unknownOption = cli("status", "--no-such-option");
         assertEquals(2, unknownOption.code(), unknownOption.all());
-        assertTrue(unknownOption.err().contains("Unknown option: '--no-such-option'"), unknownOption.err());
-        assertTrue(unknownOption.err().contains("Usage: pgdurable status"), unknownOption.err());
+        assertEquals("error: Unknown option: '--no-such-option' (see 'pgdurable status --help')",
+                unknownOption.err().strip(), "one line, no usage text");
 
         Result unknownCommand = cli("frobnicate");
         assertEquals(2, unknownCommand.code(), unknownCommand.all());
+        assertTrue(unknownCommand.err().startsWith("error: ") && unknownCommand.err().contains("'frobnicate'"),
+                unknownCommand.err());
+        assertFalse(unknownCommand.err().contains("Usage:"), unknownCommand.err());
 
         Result none = cli();
         assertEquals(2, none.code(), none.all());
-        assertTrue(none.err().contains("Missing required subcommand"), none.err());
+        assertEquals("error: a command is required, one of: migrate, activate, status, bench, serve "
+                + "(see 'pgdurable --help')", none.err().strip());
 
         Result badSchema = cli("migrate", "--db", TestDatabase.url(), "--schema", "no such; schema");
         assertEquals(2, badSchema.code(), badSchema.all());

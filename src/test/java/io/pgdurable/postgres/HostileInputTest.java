@@ -138,6 +138,20 @@ class HostileInputTest {
     }
 
     @Test
+    void urls_the_driver_cannot_read_are_refused_at_build_naming_the_setting() {
+        for (String url : List.of("jdbc:postgresql://127.0.0.1:54x32/test", "jdbc:postgresql://h:99999999999/db")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> PostgresProviderConfig.builder().jdbcUrl(url).build(), url);
+            assertTrue(e.getMessage().startsWith("jdbcUrl is not a URL the PostgreSQL driver can read"), e.getMessage());
+            IllegalArgumentException l = assertThrows(IllegalArgumentException.class,
+                    () -> PostgresProviderConfig.builder().jdbcUrl(TestDatabase.url()).longPolling(true)
+                            .listenerUrl(url).build(), url);
+            assertTrue(l.getMessage().startsWith("listenerUrl is not a URL the PostgreSQL driver can read"),
+                    l.getMessage());
+        }
+    }
+
+    @Test
     void null_and_oversized_payloads_are_rejected_and_nothing_is_stored() {
         createInstanceWithPendingEvent();
         permanent(() -> provider.enqueueForOrchestrator(null, null), "item is null");
