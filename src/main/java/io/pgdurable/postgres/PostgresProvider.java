@@ -251,9 +251,12 @@ public final class PostgresProvider implements OrchestrationProvider {
             return new HikariDataSource(hc);
         } catch (RuntimeException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
+            // A refused connection (a missing database, failed authentication) stays refused however often it is
+            // tried: classified like any other database error. Anything else (no answer at all) may pass.
+            boolean retryable = !(cause instanceof SQLException s) || SqlErrors.isRetryable(s, s.getSQLState());
             throw new ProviderException("connect", "cannot open a connection pool to "
                     + PostgresProviderConfig.redactUrl(config.jdbcUrl()) + ": " + cause.getMessage(),
-                    true, cause instanceof SQLException s ? s.getSQLState() : null, e);
+                    retryable, cause instanceof SQLException s ? s.getSQLState() : null, e);
         }
     }
 

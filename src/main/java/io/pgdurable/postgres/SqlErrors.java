@@ -26,7 +26,9 @@ final class SqlErrors {
 
     static boolean isRetryable(SQLException e, String state) {
         if (e instanceof SQLTransientConnectionException) {
-            return true; // pool could not hand out a connection in time
+            // The pool could not hand out a connection in time: retryable, unless the database refused the
+            // connections it tried to open for a reason that trying again cannot fix.
+            return refusal(e) == null;
         }
         if (state == null) {
             return false;
@@ -42,6 +44,17 @@ final class SqlErrors {
             return true;
         }
         return false;
+    }
+
+    /** The cause of a pool timeout that says the database refuses this login: authorization (28), database (3D). */
+    private static SQLException refusal(SQLException e) {
+        for (Throwable c = e.getCause(); c != null && c != e; c = c.getCause()) {
+            if (c instanceof SQLException s && s.getSQLState() != null
+                    && (s.getSQLState().startsWith("28") || s.getSQLState().startsWith("3D"))) {
+                return s;
+            }
+        }
+        return null;
     }
 
     private static String describe(String state, String message, SQLException e) {

@@ -198,6 +198,18 @@ class PgDurableCliTest {
     }
 
     @Test
+    void a_missing_database_is_a_permanent_error_for_every_command() {
+        String missing = TestDatabase.url().replaceFirst("^(jdbc:postgresql://[^/]+/)[^?]*", "$1pgdurable_no_such_db");
+        for (String command : List.of("status", "migrate", "serve")) {
+            Result r = cli(command, "--db", missing);
+            assertEquals(1, r.code(), command + ": " + r.all());
+            assertTrue(r.err().startsWith("error: ") && r.err().contains("pgdurable_no_such_db"), r.err());
+            assertFalse(r.err().contains("(retryable)"), command + " called a missing database retryable: " + r.err());
+            assertEquals(1, r.err().strip().lines().count(), command + ": one line: " + r.err());
+        }
+    }
+
+    @Test
     void usage_errors_exit_2() {
         Result unknownOption = cli("status", "--no-such-option");
         assertEquals(2, unknownOption.code(), unknownOption.all());

@@ -22,6 +22,27 @@ class SqlErrorsTest {
             assertEquals(state, e.sqlState().orElseThrow());
         }
         assertTrue(SqlErrors.translate("op", new SQLTransientConnectionException("pool timeout")).retryable());
+        assertTrue(SqlErrors.translate("op", new SQLTransientConnectionException("pool timeout",
+                new SQLException("connection refused", "08001"))).retryable());
+    }
+
+    @Test
+    void a_pool_timeout_over_a_refused_login_is_permanent() {
+        for (String state : List.of("28P01", "28000", "3D000")) {
+            ProviderException e = SqlErrors.translate("op", new SQLTransientConnectionException("pool timeout",
+                    new SQLException("refused", state)));
+            assertFalse(e.retryable(), state);
+        }
+    }
+
+    @Test
+    void a_provider_on_a_missing_database_fails_permanently_at_start() {
+        String missing = TestDatabase.url().replaceFirst("^(jdbc:postgresql://[^/]+/)[^?]*", "$1pgdurable_no_such_db");
+        ProviderException e = org.junit.jupiter.api.Assertions.assertThrows(ProviderException.class,
+                () -> PostgresProvider.create(PostgresProviderConfig.builder().jdbcUrl(missing).build()));
+        assertFalse(e.retryable(), e.getMessage());
+        assertEquals("3D000", e.sqlState().orElseThrow(), e.getMessage());
+        assertTrue(e.getMessage().contains("pgdurable_no_such_db"), e.getMessage());
     }
 
     @Test
