@@ -26,7 +26,7 @@ import picocli.CommandLine.Spec;
                 + "latency, timers, lease recovery, wakes per item, throughput, fan-out, notification cost, "
                 + "orchestrations through the Durable Task sidecar.",
                 "Without --db it starts an embedded, throw-away PostgreSQL with pg_stat_statements. The default run "
-                        + "takes about ten minutes; --quick a few seconds per scenario (checks the harness, not the "
+                        + "takes about twenty minutes; --quick a few seconds per scenario (checks the harness, not the "
                         + "speed)."})
 final class BenchCommand implements Callable<Integer> {
     @Spec
