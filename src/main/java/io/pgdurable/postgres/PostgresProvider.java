@@ -253,10 +253,11 @@ public final class PostgresProvider implements OrchestrationProvider {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             // A refused connection (a missing database, failed authentication) stays refused however often it is
             // tried: classified like any other database error. Anything else (no answer at all) may pass.
-            boolean retryable = !(cause instanceof SQLException s) || SqlErrors.isRetryable(s, s.getSQLState());
+            SQLException sql = cause instanceof SQLException s ? s : null;
+            String state = sql == null ? null : sql.getSQLState();
             throw new ProviderException("connect", "cannot open a connection pool to "
                     + PostgresProviderConfig.redactUrl(config.jdbcUrl()) + ": " + cause.getMessage(),
-                    retryable, cause instanceof SQLException s ? s.getSQLState() : null, e);
+                    sql == null || SqlErrors.isRetryable(sql, state), state, e);
         }
     }
 

@@ -307,6 +307,11 @@ public final class PostgresProviderConfig {
     }
 
     /** The URL with any password parameter value replaced. */
+    public static String redactUrl(String url) {
+        return url == null ? null : url.replaceAll("(?i)(password=)[^&;]*", "$1***")
+                .replaceAll("(//[^/:@]+:)[^@/]*@", "$1***@");
+    }
+
     /**
      * A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface at
      * the first connection as "No suitable driver", naming neither the URL nor the mistake.
@@ -316,11 +321,6 @@ public final class PostgresProviderConfig {
             throw new IllegalArgumentException(name + " is not a URL the PostgreSQL driver can read (check the host, "
                     + "the port and the parameters), was '" + redactUrl(url) + "'");
         }
-    }
-
-    public static String redactUrl(String url) {
-        return url == null ? null : url.replaceAll("(?i)(password=)[^&;]*", "$1***")
-                .replaceAll("(//[^/:@]+:)[^@/]*@", "$1***@");
     }
 
     public static final class Builder {

@@ -28,7 +28,7 @@ final class SqlErrors {
         if (e instanceof SQLTransientConnectionException) {
             // The pool could not hand out a connection in time: retryable, unless the database refused the
             // connections it tried to open for a reason that trying again cannot fix.
-            return refusal(e) == null;
+            return !refusedLogin(e);
         }
         if (state == null) {
             return false;
@@ -46,15 +46,15 @@ final class SqlErrors {
         return false;
     }
 
-    /** The cause of a pool timeout that says the database refuses this login: authorization (28), database (3D). */
-    private static SQLException refusal(SQLException e) {
+    /** Whether a pool timeout was caused by the database refusing this login: authorization (28), database (3D). */
+    private static boolean refusedLogin(SQLException e) {
         for (Throwable c = e.getCause(); c != null && c != e; c = c.getCause()) {
             if (c instanceof SQLException s && s.getSQLState() != null
                     && (s.getSQLState().startsWith("28") || s.getSQLState().startsWith("3D"))) {
-                return s;
+                return true;
             }
         }
-        return null;
+        return false;
     }
 
     private static String describe(String state, String message, SQLException e) {

@@ -42,25 +42,14 @@ class UnleasedClaimsTest {
         TestDatabase.dropSchema(schema);
     }
 
-    /** Enqueues activities 1..n at time {@code at}; returns their row ids in order. */
-    private List<Long> enqueue(int n, long at) throws SQLException {
+    /** Enqueues activities 1..n (work items "item-1".."item-n") at time {@code at}. */
+    private void enqueue(int n, long at) throws SQLException {
         try (Statement st = c.createStatement()) {
             st.execute("SELECT " + s + ".enqueue_worker_items(array_agg('item-' || g ORDER BY g), " + at
                     + ", array_agg('inst'::text ORDER BY g), array_agg(1::bigint ORDER BY g), array_agg(g::bigint ORDER BY g), "
                     + "array_agg(NULL::text ORDER BY g), array_agg(NULL::text ORDER BY g)) FROM generate_series(1, "
                     + n + ") g");
         }
-        return longs("SELECT id FROM " + s + ".worker_queue ORDER BY id");
-    }
-
-    private List<Long> longs(String sql) throws SQLException {
-        List<Long> out = new ArrayList<>();
-        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-            while (rs.next()) {
-                out.add(rs.getLong(1));
-            }
-        }
-        return out;
     }
 
     /** Single claim at {@code now}: the claimed item, or null. */
