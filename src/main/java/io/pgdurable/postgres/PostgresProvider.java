@@ -70,7 +70,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private static final String VERSION = "0.1.0";
 
     private final PostgresProviderConfig config;
-    private final HikariDataSource ownedPool;
+    private final RenewingPool ownedPool;
     private final SqlRunner db;
     private final Statements sql;
     private final Clock clock;
@@ -101,7 +101,8 @@ public final class PostgresProvider implements OrchestrationProvider {
             dataSource = config.dataSource();
             this.ownedPool = null;
         } else {
-            this.ownedPool = openPool(config);
+            this.ownedPool = new RenewingPool(() -> openPool(config), probeSource(config),
+                    Math.max(250, config.connectionTimeout().toMillis()));
             dataSource = ownedPool;
         }
         this.db = new SqlRunner(dataSource);
@@ -220,6 +221,18 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (config.dataSource() != null) {
             return config.dataSource();
         }
+        return directSource(config, "pgdurable-migrate");
+    }
+
+    /** The pool's "is the server back?" connection (see {@link RenewingPool}): answers or fails within seconds. */
+    private static DataSource probeSource(PostgresProviderConfig config) {
+        PGSimpleDataSource probe = directSource(config, "pgdurable-probe");
+        probe.setConnectTimeout(2);
+        probe.setLoginTimeout(2);
+        return probe;
+    }
+
+    private static PGSimpleDataSource directSource(PostgresProviderConfig config, String applicationName) {
         PGSimpleDataSource direct = new PGSimpleDataSource();
         direct.setURL(config.jdbcUrl());
         if (config.username() != null) {
@@ -228,7 +241,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (config.password() != null) {
             direct.setPassword(config.password());
         }
-        direct.setApplicationName("pgdurable-migrate");
+        direct.setApplicationName(applicationName);
         return direct;
     }
 
@@ -945,6 +958,11 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (ownedPool != null) {
             ownedPool.close();
         }
+    }
+
+    /** The provider's own pool, or null when the application gave a DataSource (tests read its renewals). */
+    RenewingPool ownedPool() {
+        return ownedPool;
     }
 
     /** The long-poll machinery when long polling is on (tests and the benchmark read its figures). */
