@@ -62,7 +62,7 @@ class EmbeddedServeRestartTest {
     @AfterEach
     void stopWhatWasStarted() throws Exception {
         for (ServeProcess p : started) {
-            p.process.destroy();
+            p.sigterm();
             if (!p.awaitExit()) {
                 p.process.destroyForcibly();
             }
@@ -90,13 +90,13 @@ class EmbeddedServeRestartTest {
             id = client.dt.scheduleNewOrchestrationInstance("Resumable");
             String instance = id;
             assertTrue(eventually(Duration.ofSeconds(60), () -> {
-                OrchestrationMetadata m = client.dt.getInstanceMetadata(instance, false);
+                OrchestrationMetadata m = client.dt.getInstanceMetadata(instance, true);
                 return m.isInstanceFound() && "waiting".equals(m.readCustomStatusAs(String.class));
             }), "the orchestration did not reach its wait: " + first.output());
         } finally {
             worker.close();
         }
-        first.process.destroy(); // SIGTERM
+        first.sigterm();
         assertTrue(first.awaitExit(), "serve ignored SIGTERM: " + first.output());
         assertTrue(first.stdout().contains("Durable Task sidecar stopped"), first.output());
         assertFalse(Files.exists(data.resolve("pgdata/postmaster.pid")), "serve exited with its PostgreSQL running");
@@ -104,7 +104,7 @@ class EmbeddedServeRestartTest {
         ServeProcess second = serve("--data-dir", data.toString(), "--port", "0");
         int port2 = second.awaitPort();
         try (Client client = new Client(port2)) {
-            OrchestrationMetadata kept = client.dt.getInstanceMetadata(id, false);
+            OrchestrationMetadata kept = client.dt.getInstanceMetadata(id, true);
             assertTrue(kept.isInstanceFound(), "the instance was lost across the restart");
             assertEquals(OrchestrationRuntimeStatus.RUNNING, kept.getRuntimeStatus());
             assertEquals("waiting", kept.readCustomStatusAs(String.class));
@@ -172,7 +172,7 @@ class EmbeddedServeRestartTest {
         Optional<ProcessHandle> replacement = postgresOf(data);
         assertTrue(replacement.isPresent() && replacement.get().pid() != orphan.get().pid(), second.output());
 
-        second.process.destroy();
+        second.sigterm();
         assertTrue(second.awaitExit(), second.output());
         assertTrue(eventually(STOP, () -> !running(replacement.get())), "serve's SIGTERM left its PostgreSQL "
                 + "running");
@@ -239,6 +239,14 @@ class EmbeddedServeRestartTest {
             this.process = process;
             outPump = pump(process.getInputStream(), out, true);
             errPump = pump(process.getErrorStream(), err, false);
+        }
+
+        /**
+         * SIGTERM, as a user's kill or a service manager sends it. Not Process.destroy(), which also closes this
+         * side's pipes, so that everything serve writes while it stops would be lost.
+         */
+        void sigterm() {
+            process.toHandle().destroy();
         }
 
         /** Waits for the process to end and for everything it wrote to be read. */
