@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import io.pgdurable.longpoll.LongPollSignals;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.TestDatabase;
@@ -90,7 +91,8 @@ class TransactionPoolerTest {
     }
 
     @Test
-    void a_data_source_that_prepares_on_the_server_is_refused_and_one_that_does_not_works() {
+    void a_data_source_that_prepares_on_the_server_is_refused_and_one_that_does_not_works()
+            throws InterruptedException {
         String schema = TestDatabase.newSchemaName("pgb_ds");
         UnaryOperator<HikariConfig> base = hc -> {
             hc.setJdbcUrl(PgBouncer.url());
@@ -107,14 +109,21 @@ class TransactionPoolerTest {
         }
         HikariConfig unprepared = base.apply(new HikariConfig());
         unprepared.addDataSourceProperty("prepareThreshold", "0");
+        CountDownLatch listening = new CountDownLatch(1);
+        LongPollSignals signals = new LongPollSignals() {
+            @Override
+            public void listening(boolean reconnect) {
+                listening.countDown();
+            }
+        };
         try (HikariDataSource ds = new HikariDataSource(unprepared);
              PostgresProvider p = PostgresProvider.create(PostgresProviderConfig.builder().dataSource(ds)
                      .schema(schema).transactionPooler(true).directUrl(TestDatabase.url()).longPolling(true)
-                     .build())) {
+                     .longPollSignals(signals).build())) {
+            assertTrue(listening.await(15, TimeUnit.SECONDS), "the listener connected through directUrl");
             p.enqueueForWorker(new WorkItem.ActivityExecute("ds-1", 1, 1, "Act", "{}"));
             FetchedWorkItem f = p.fetchWorkItem(LOCK, POLL, null, TagFilter.any()).orElseThrow();
             p.ackWorkItem(f.lockToken(), null);
-            assertTrue(p.longPoller().orElseThrow().isListening(), "the listener connected through directUrl");
         } finally {
             TestDatabase.dropSchema(schema);
         }
