@@ -88,11 +88,11 @@ class TransactionPoolerConfigTest {
 
     @Test
     void colliding_pgjdbc_statement_names_get_a_hint_naming_the_setting() {
-        for (String state : new String[] {"42P05", "26000"}) {
-            ProviderException e = SqlErrors.translate("fetchWorkItem",
-                    new SQLException("prepared statement \"S_3\" already exists", state));
+        for (String[] error : new String[][] {{"42P05", "prepared statement \"S_3\" already exists"},
+                {"26000", "prepared statement \"S_3\" does not exist"},
+                {"08P01", "bind message supplies 5 parameters, but prepared statement \"S_2\" requires 0"}}) {
+            ProviderException e = SqlErrors.translate("fetchWorkItem", new SQLException(error[1], error[0]));
             assertTrue(e.getMessage().contains("set transactionPooler(true)"), e.getMessage());
-            assertFalse(e.retryable(), e.getMessage());
         }
         ProviderException other = SqlErrors.translate("op",
                 new SQLException("prepared statement \"mine\" already exists", "42P05"));
