@@ -172,6 +172,7 @@ public final class PgBouncer {
                         "auth_file = " + users,
                         "pool_mode = transaction",
                         "default_pool_size = " + POOL_SIZE,
+                        "server_idle_timeout = 10",
                         "max_client_conn = 500",
                         "ignore_startup_parameters = extra_float_digits",
                         "logfile =",
