@@ -49,6 +49,7 @@ import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.longpoll.Route;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
+import org.postgresql.PGConnection;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -100,6 +101,9 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (config.dataSource() != null) {
             dataSource = config.dataSource();
             this.ownedPool = null;
+            if (config.transactionPooler()) {
+                checkNoServerPrepares(dataSource);
+            }
         } else {
             this.ownedPool = new RenewingPool(() -> openPool(config), probeSource(config),
                     Math.max(250, config.connectionTimeout().toMillis()));
@@ -216,23 +220,35 @@ public final class PostgresProvider implements OrchestrationProvider {
     /**
      * Migrations hold one connection for the advisory lock while Flyway works on others, so they do not borrow from
      * the provider's pool (a pool of one would deadlock); with a URL they open short-lived connections of their own.
+     * The lock is a session lock and Flyway sets {@code search_path}, so behind a transaction pooler they must reach
+     * the server directly: {@code directUrl}, whenever it is set.
      */
     private static DataSource migrationSource(PostgresProviderConfig config) {
+        if (config.directUrl() != null) {
+            PGSimpleDataSource direct = new PGSimpleDataSource();
+            direct.setURL(withCredentials(config.directUrl(), config.username(), config.password()));
+            direct.setApplicationName("pgdurable-migrate");
+            return direct;
+        }
         if (config.dataSource() != null) {
             return config.dataSource();
         }
-        return directSource(config, "pgdurable-migrate");
+        return unpooledSource(config, "pgdurable-migrate");
     }
 
-    /** The pool's "is the server back?" connection (see {@link RenewingPool}): answers or fails within seconds. */
+    /**
+     * The pool's "is the server back?" connection (see {@link RenewingPool}): it goes where the pool's connections go
+     * ({@code jdbcUrl}, through a pooler if there is one) and answers or fails within seconds.
+     */
     private static DataSource probeSource(PostgresProviderConfig config) {
-        PGSimpleDataSource probe = directSource(config, "pgdurable-probe");
+        PGSimpleDataSource probe = unpooledSource(config, "pgdurable-probe");
         probe.setConnectTimeout(2);
         probe.setLoginTimeout(2);
         return probe;
     }
 
-    private static PGSimpleDataSource directSource(PostgresProviderConfig config, String applicationName) {
+    /** One connection at a time to {@code jdbcUrl}, outside the pool, named {@code applicationName}. */
+    private static PGSimpleDataSource unpooledSource(PostgresProviderConfig config, String applicationName) {
         PGSimpleDataSource direct = new PGSimpleDataSource();
         direct.setURL(config.jdbcUrl());
         if (config.username() != null) {
@@ -243,6 +259,30 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         direct.setApplicationName(applicationName);
         return direct;
+    }
+
+    /**
+     * A DataSource we do not own cannot be reconfigured, so behind a transaction pooler its connections must already
+     * prepare nothing on the server; otherwise the first busy minute fails with "prepared statement S_n already
+     * exists". Only pgjdbc connections can be asked; others are taken on trust (docs/pgbouncer.md).
+     */
+    private static void checkNoServerPrepares(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection()) {
+            if (c.isWrapperFor(PGConnection.class)) {
+                int threshold = c.unwrap(PGConnection.class).getPrepareThreshold();
+                if (threshold != 0) {
+                    throw ProviderException.permanent("connect", "transactionPooler is on, but the DataSource's "
+                            + "connections prepare statements on the server (pgjdbc prepareThreshold=" + threshold
+                            + "); set prepareThreshold=0 on the DataSource (a URL parameter or a data source "
+                            + "property), see docs/pgbouncer.md");
+                }
+            } else {
+                LOG.info("pgdurable: transactionPooler is on and the DataSource's connections are not pgjdbc's; "
+                        + "make sure they prepare no statement on the server (docs/pgbouncer.md)");
+            }
+        } catch (SQLException e) {
+            throw SqlErrors.translate("connect", e);
+        }
     }
 
     /**
@@ -266,6 +306,14 @@ public final class PostgresProvider implements OrchestrationProvider {
         hc.setConnectionTimeout(Math.max(250, config.connectionTimeout().toMillis()));
         hc.setAutoCommit(true);
         hc.addDataSourceProperty("ApplicationName", "pgdurable");
+        if (config.transactionPooler()) {
+            // A named server-side statement lives in the server session, which a transaction pooler hands to other
+            // clients after every transaction: unnamed statements only. Assuming a 9.0+ server puts
+            // extra_float_digits and application_name in the startup packet instead of session SETs that would stay
+            // behind on whichever server connection ran them.
+            hc.addDataSourceProperty("prepareThreshold", "0");
+            hc.addDataSourceProperty("assumeMinServerVersion", "9.0");
+        }
         try {
             return new HikariDataSource(hc);
         } catch (RuntimeException e) {
