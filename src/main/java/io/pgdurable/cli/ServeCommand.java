@@ -2,6 +2,7 @@ package io.pgdurable.cli;
 
 import io.pgdurable.durabletask.SidecarConfig;
 import io.pgdurable.durabletask.SidecarServer;
+import io.pgdurable.metrics.MetricsEndpoint;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ProviderException;
@@ -49,9 +50,14 @@ final class ServeCommand implements Callable<Integer> {
                     + "parks up to two long-polled fetches.")
     int poolSize;
 
+    @Mixin
+    MetricsOptions metrics;
+
     @Override
+    @SuppressWarnings("try") // the metrics endpoint is only closed, never read, inside its try
     public Integer call() {
         options.validate(spec);
+        metrics.validate(spec);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         CountDownLatch stopRequested = new CountDownLatch(1);
@@ -71,10 +77,12 @@ final class ServeCommand implements Callable<Integer> {
                     .schema(options.schema)
                     .poolSize(poolSize)
                     .longPolling(true)
+                    .metrics(metrics.providerMetrics())
                     .build();
             try (PostgresProvider provider = PostgresProvider.create(config);
                  SidecarServer sidecar = SidecarServer.start(provider, SidecarConfig.defaults(options.schema)
-                         .withHost(host).withPort(port).withStatusJdbcUrl(db.url()))) {
+                         .withHost(host).withPort(port).withStatusJdbcUrl(db.url()));
+                 MetricsEndpoint endpoint = metrics.serve(provider, out, err)) {
                 out.println("Durable Task sidecar listening on " + host + ":" + sidecar.port() + " (schema "
                         + options.schema + " on " + db.displayUrl() + ", long polling on); stop with Ctrl-C");
                 out.flush();

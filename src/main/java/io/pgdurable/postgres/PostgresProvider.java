@@ -35,11 +35,13 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import io.pgdurable.longpoll.Announcer;
 import io.pgdurable.longpoll.Hint;
+import io.pgdurable.longpoll.LongPollSignals;
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.NotificationListener;
 import io.pgdurable.longpoll.NotifyChannel;
@@ -88,9 +90,12 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final TurnsInProgress turns = new TurnsInProgress();
     /** Acks in one call per list ({@link #ackWorkItems}) and, with {@code ackBatchSize} above 1, grouped single acks. */
     private final BatchAcker acker;
+    private final ProviderMetrics.Observer observer;
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
+        this.observer = Objects.requireNonNull(config.metrics().open(config.schema()),
+                "metrics observer");
         this.clock = config.clock();
         this.payloads = new Payloads(config.maxPayloadBytes());
         String origin = Announcer.newOrigin();
@@ -101,10 +106,18 @@ public final class PostgresProvider implements OrchestrationProvider {
             dataSource = config.dataSource();
             this.ownedPool = null;
         } else {
-            this.ownedPool = openPool(config);
-            dataSource = ownedPool;
+            HikariDataSource pool;
+            try {
+                pool = openPool(config, observer);
+            } catch (RuntimeException e) {
+                observer.closed();
+                throw e;
+            }
+            this.ownedPool = pool;
+            dataSource = pool;
         }
-        this.db = new SqlRunner(dataSource);
+        this.db = new SqlRunner(dataSource, observer);
+        LongPollSignals signals = LongPollSignals.both(config.longPollSignals(), observer);
         LongPoller poller = null;
         Announcer announcing = null;
         try {
@@ -137,7 +150,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
                         config.heartbeatInterval(), config.maxTrackedDeadlines()), clock,
                         new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()), listener(config),
-                        channel, config.longPollSignals());
+                        channel, signals);
                 poller.start();
             }
             // With transactionalNotify the schema's triggers tell other processes from inside each transaction.
@@ -146,7 +159,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             announcing = new Announcer(origin, poller, sender,
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
                     SchemaMigrator.ACTIVATION_RECHECK,
-                    channel, config.longPollSignals(), clock, config.inlineNotifyWhenIdle());
+                    channel, signals, clock, config.inlineNotifyWhenIdle());
         } catch (RuntimeException e) {
             if (announcing != null) {
                 announcing.close();
@@ -158,6 +171,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             if (ownedPool != null) {
                 ownedPool.close();
             }
+            observer.closed();
             throw e;
         }
         this.longPoller = poller;
@@ -171,6 +185,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
                 config.connectionTimeout(), announcer::announce);
         this.acker.start();
+        observer.started(this);
     }
 
     /**
@@ -232,8 +247,11 @@ public final class PostgresProvider implements OrchestrationProvider {
         return direct;
     }
 
-    private static HikariDataSource openPool(PostgresProviderConfig config) {
+    private static HikariDataSource openPool(PostgresProviderConfig config, ProviderMetrics.Observer observer) {
         HikariConfig hc = new HikariConfig();
+        if (observer.poolMetrics() != null) {
+            hc.setMetricsTrackerFactory(observer.poolMetrics());
+        }
         hc.setJdbcUrl(config.jdbcUrl());
         if (config.username() != null) {
             hc.setUsername(config.username());
@@ -945,6 +963,31 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (ownedPool != null) {
             ownedPool.close();
         }
+        observer.closed();
+    }
+
+    /**
+     * Whether the database answers a trivial query through the pool (within the pool's connection timeout and one
+     * round trip) and, with long polling, whether the listener is up. For health endpoints; never throws.
+     */
+    public ProviderHealth health() {
+        String error = null;
+        try {
+            call("health", c -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.ping)) {
+                    ps.execute();
+                    return null;
+                }
+            });
+        } catch (RuntimeException e) {
+            error = e.getMessage();
+        }
+        return new ProviderHealth(error == null, error, longPoller == null ? null : longPoller.isListening());
+    }
+
+    /** Announcements waiting for the announcer's thread to send them to other processes (a backlog gauge). */
+    public int pendingAnnouncements() {
+        return announcer.pending();
     }
 
     /** The long-poll machinery when long polling is on (tests and the benchmark read its figures). */
