@@ -117,7 +117,9 @@ public final class PostgresProvider implements OrchestrationProvider {
             dataSource = pool;
         }
         this.db = new SqlRunner(dataSource, observer);
-        LongPollSignals signals = LongPollSignals.both(config.longPollSignals(), observer);
+        // Observer.NONE is not LongPollSignals.NONE: without metrics the configured signals go on alone.
+        LongPollSignals signals = observer == ProviderMetrics.Observer.NONE ? config.longPollSignals()
+                : LongPollSignals.both(config.longPollSignals(), observer);
         LongPoller poller = null;
         Announcer announcing = null;
         try {
@@ -249,8 +251,9 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     private static HikariDataSource openPool(PostgresProviderConfig config, ProviderMetrics.Observer observer) {
         HikariConfig hc = new HikariConfig();
-        if (observer.poolMetrics() != null) {
-            hc.setMetricsTrackerFactory(observer.poolMetrics());
+        com.zaxxer.hikari.metrics.MetricsTrackerFactory poolMetrics = observer.poolMetrics();
+        if (poolMetrics != null) {
+            hc.setMetricsTrackerFactory(poolMetrics);
         }
         hc.setJdbcUrl(config.jdbcUrl());
         if (config.username() != null) {

@@ -277,8 +277,9 @@ class PgDurableMetricsTest {
         await("a fallback probe", Duration.ofSeconds(5), () -> counter("pgdurable.probes") >= 1);
         silent.enqueueForWorker(activity(1));
         FetchedWorkItem got = get(parked).orElseThrow(() -> new AssertionError("the probe did not wake it"));
-        assertEquals(1, wakes("worker", "probe"));
+        assertTrue(wakes("worker", "probe") >= 1, "woken by the probe");
         assertEquals(0, wakes("worker", "notification"), "nothing was announced");
+        assertEquals(0, wakes("worker", "announcement"));
         p.ackWorkItem(got.lockToken(), null);
     }
 
