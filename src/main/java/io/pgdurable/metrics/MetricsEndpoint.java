@@ -50,7 +50,7 @@ public final class MetricsEndpoint implements AutoCloseable {
         this.server = server;
         this.registry = registry;
         this.health = health;
-        this.handlers = Executors.newFixedThreadPool(2, daemon("pgdurable-metrics-http"));
+        this.handlers = Executors.newFixedThreadPool(4, daemon("pgdurable-metrics-http"));
         this.checks = Executors.newSingleThreadExecutor(daemon("pgdurable-health-check"));
         server.setExecutor(handlers);
         server.createContext("/metrics", this::metrics);

@@ -45,8 +45,10 @@ class OperationsDocExamplesTest {
             TestDatabase.dropSchema(schema);
         }
         String page = Files.readString(PAGE);
+        // A registry without native histograms (this simple one) shows the timers' buckets as derived
+        // "<timer>.histogram" gauges: Micrometer's, not ours.
         List<String> undocumented = names.stream().filter(n -> n.startsWith("pgdurable."))
-                .filter(n -> !page.contains("`" + n + "`")).toList();
+                .filter(n -> !n.endsWith(".histogram")).filter(n -> !page.contains("`" + n + "`")).toList();
         assertTrue(names.size() > 15, "meters: " + names);
         assertEquals(List.of(), undocumented, "docs/operations.md does not name these meters");
         assertTrue(names.stream().anyMatch(n -> n.startsWith("hikaricp.")), "the pool's meters: " + names);

@@ -54,6 +54,10 @@ class OptionalMicrometerTest {
         }
         assertTrue(checked > 50, "only " + checked + " classes found under " + root);
         assertEquals(List.of(), offenders, "core classes reference Micrometer");
+        try (InputStream in = Files.newInputStream(root.resolve("io/pgdurable/metrics/ProviderMeters.class"))) {
+            assertTrue(utf8Constants(new DataInputStream(in)).stream().anyMatch(s -> s.contains("io/micrometer")),
+                    "the scan finds a reference where there is one (the binding's)");
+        }
     }
 
     @Test
