@@ -11,6 +11,8 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -112,6 +114,21 @@ class ServeMetricsTest {
         assertEquals(2, r.code(), r.all());
         assertTrue(r.err().startsWith("error: --metrics-port must be in 0..65535, was 70000"), r.err());
         assertEquals(1, r.err().strip().lines().count(), r.err());
+    }
+
+    @Test
+    void a_metrics_port_in_use_is_a_one_line_error() throws Exception {
+        String schema = TestDatabase.newSchemaName("dt_metrics_busy");
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            PgDurableCliTest.Result r = PgDurableCliTest.cli("serve", "--db", TestDatabase.url(), "--schema", schema,
+                    "--port", "0", "--metrics-port", String.valueOf(taken.getLocalPort()));
+            assertEquals(1, r.code(), r.all());
+            assertTrue(r.err().startsWith("error: cannot serve metrics on 127.0.0.1:" + taken.getLocalPort() + ": "),
+                    r.err());
+            assertEquals(1, r.err().strip().lines().count(), r.err());
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
     }
 
     private HttpResponse<String> get(String url) throws IOException, InterruptedException {
