@@ -5,6 +5,7 @@ import static io.pgdurable.postgres.SqlRunner.singleInt;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.metrics.MetricsTrackerFactory;
 import io.pgdurable.internal.Json;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.CustomStatus;
@@ -94,8 +95,7 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
-        this.observer = Objects.requireNonNull(config.metrics().open(config.schema()),
-                "metrics observer");
+        this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
         this.clock = config.clock();
         this.payloads = new Payloads(config.maxPayloadBytes());
         String origin = Announcer.newOrigin();
@@ -251,7 +251,7 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     private static HikariDataSource openPool(PostgresProviderConfig config, ProviderMetrics.Observer observer) {
         HikariConfig hc = new HikariConfig();
-        com.zaxxer.hikari.metrics.MetricsTrackerFactory poolMetrics = observer.poolMetrics();
+        MetricsTrackerFactory poolMetrics = observer.poolMetrics();
         if (poolMetrics != null) {
             hc.setMetricsTrackerFactory(poolMetrics);
         }
