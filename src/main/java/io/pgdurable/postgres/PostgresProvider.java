@@ -95,7 +95,6 @@ public final class PostgresProvider implements OrchestrationProvider {
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
-        this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
         this.clock = config.clock();
         this.payloads = new Payloads(config.maxPayloadBytes());
         String origin = Announcer.newOrigin();
@@ -106,16 +105,10 @@ public final class PostgresProvider implements OrchestrationProvider {
             dataSource = config.dataSource();
             this.ownedPool = null;
         } else {
-            HikariDataSource pool;
-            try {
-                pool = openPool(config, observer);
-            } catch (RuntimeException e) {
-                observer.closed();
-                throw e;
-            }
-            this.ownedPool = pool;
-            dataSource = pool;
+            this.ownedPool = openPool(config);
+            dataSource = ownedPool;
         }
+        this.observer = observe(config, ownedPool);
         this.db = new SqlRunner(dataSource, observer);
         // Observer.NONE is not LongPollSignals.NONE: without metrics the configured signals go on alone.
         LongPollSignals signals = observer == ProviderMetrics.Observer.NONE ? config.longPollSignals()
@@ -249,12 +242,33 @@ public final class PostgresProvider implements OrchestrationProvider {
         return direct;
     }
 
-    private static HikariDataSource openPool(PostgresProviderConfig config, ProviderMetrics.Observer observer) {
-        HikariConfig hc = new HikariConfig();
-        MetricsTrackerFactory poolMetrics = observer.poolMetrics();
-        if (poolMetrics != null) {
-            hc.setMetricsTrackerFactory(poolMetrics);
+    /**
+     * This provider's metrics observer (see {@link PostgresProviderConfig.Builder#metrics}), with the owned pool's
+     * meters bound to it (a running HikariCP pool takes its tracker once); the pool is closed when the observer is
+     * refused.
+     */
+    private static ProviderMetrics.Observer observe(PostgresProviderConfig config, HikariDataSource pool) {
+        ProviderMetrics.Observer observer = null;
+        try {
+            observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
+            MetricsTrackerFactory poolMetrics = pool == null ? null : observer.poolMetrics();
+            if (poolMetrics != null) {
+                pool.setMetricsTrackerFactory(poolMetrics);
+            }
+            return observer;
+        } catch (RuntimeException e) {
+            if (observer != null) {
+                observer.closed();
+            }
+            if (pool != null) {
+                pool.close();
+            }
+            throw e;
         }
+    }
+
+    private static HikariDataSource openPool(PostgresProviderConfig config) {
+        HikariConfig hc = new HikariConfig();
         hc.setJdbcUrl(config.jdbcUrl());
         if (config.username() != null) {
             hc.setUsername(config.username());
