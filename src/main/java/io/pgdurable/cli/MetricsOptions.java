@@ -19,39 +19,43 @@ import java.net.UnknownHostException;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code serve}'s metrics options: with {@code --metrics-port} the provider reports to a Prometheus registry, served
  * with a health check by a {@link MetricsEndpoint} for as long as the sidecar runs.
  */
 final class MetricsOptions {
+    @Spec(Spec.Target.MIXEE)
+    CommandSpec spec;
+
+    private Integer port;
+    private String host;
+    private InetAddress address;
+    private PrometheusMeterRegistry registry;
+
+    /** Checked as it is parsed, so a bad value is a usage error before anything starts. */
     @Option(names = "--metrics-port", paramLabel = "PORT",
             description = "Serve Prometheus metrics on http://ADDRESS:PORT/metrics and a health check on /health "
                     + "(200 or 503; 0 picks a free port). Default: no metrics endpoint.")
-    Integer port;
+    void port(int value) {
+        if (value < 0 || value > 65535) {
+            throw new ParameterException(spec.commandLine(), "--metrics-port must be in 0..65535, was " + value);
+        }
+        port = value;
+    }
 
     @Option(names = "--metrics-host", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
             description = "Address of the metrics endpoint (default: ${DEFAULT-VALUE}). It has no authentication: "
                     + "bind other addresses only on a network you trust.")
-    String host;
-
-    private PrometheusMeterRegistry registry;
-    private InetAddress address;
-
-    /** Rejects a port out of range or an address that does not resolve, as a usage error. */
-    void validate(CommandSpec spec) {
-        if (port == null) {
-            return;
-        }
-        if (port < 0 || port > 65535) {
-            throw new ParameterException(spec.commandLine(), "--metrics-port must be in 0..65535, was " + port);
-        }
+    void host(String value) {
         try {
-            address = InetAddress.getByName(host);
+            address = InetAddress.getByName(value);
         } catch (UnknownHostException e) {
-            throw new ParameterException(spec.commandLine(), "--metrics-host '" + host + "' does not resolve to an "
+            throw new ParameterException(spec.commandLine(), "--metrics-host '" + value + "' does not resolve to an "
                     + "address");
         }
+        host = value;
     }
 
     /** Where the provider reports: a Prometheus registry with the JVM's own meters, or nothing without a port. */

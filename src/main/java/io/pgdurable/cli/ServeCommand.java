@@ -36,6 +36,9 @@ final class ServeCommand implements Callable<Integer> {
     @Mixin
     DatabaseOptions options;
 
+    @Mixin
+    MetricsOptions metrics;
+
     @Option(names = "--port", paramLabel = "PORT", defaultValue = "4001",
             description = "gRPC port (default: ${DEFAULT-VALUE}, the Durable Task SDK's default; 0 picks a free one).")
     int port;
@@ -50,14 +53,10 @@ final class ServeCommand implements Callable<Integer> {
                     + "parks up to two long-polled fetches.")
     int poolSize;
 
-    @Mixin
-    MetricsOptions metrics;
-
     @Override
     @SuppressWarnings("try") // the metrics endpoint is only closed, never read, inside its try
     public Integer call() {
         options.validate(spec);
-        metrics.validate(spec);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         CountDownLatch stopRequested = new CountDownLatch(1);
