@@ -197,6 +197,31 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
     }
 
+    /**
+     * This provider's metrics observer (see {@link PostgresProviderConfig.Builder#metrics}), with the owned pool's
+     * meters bound to it (a running HikariCP pool takes its tracker once); the pool is closed when the observer is
+     * refused.
+     */
+    private static ProviderMetrics.Observer observe(PostgresProviderConfig config, HikariDataSource pool) {
+        ProviderMetrics.Observer observer = null;
+        try {
+            observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
+            MetricsTrackerFactory poolMetrics = pool == null ? null : observer.poolMetrics();
+            if (poolMetrics != null) {
+                pool.setMetricsTrackerFactory(poolMetrics);
+            }
+            return observer;
+        } catch (RuntimeException e) {
+            if (observer != null) {
+                observer.closed();
+            }
+            if (pool != null) {
+                pool.close();
+            }
+            throw e;
+        }
+    }
+
     private static NotificationListener listener(PostgresProviderConfig config) {
         String url = withCredentials(config.effectiveListenerUrl(), config.username(), config.password());
         return config.listenerDriver() == PostgresProviderConfig.ListenerDriver.PGJDBC
@@ -240,31 +265,6 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         direct.setApplicationName("pgdurable-migrate");
         return direct;
-    }
-
-    /**
-     * This provider's metrics observer (see {@link PostgresProviderConfig.Builder#metrics}), with the owned pool's
-     * meters bound to it (a running HikariCP pool takes its tracker once); the pool is closed when the observer is
-     * refused.
-     */
-    private static ProviderMetrics.Observer observe(PostgresProviderConfig config, HikariDataSource pool) {
-        ProviderMetrics.Observer observer = null;
-        try {
-            observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
-            MetricsTrackerFactory poolMetrics = pool == null ? null : observer.poolMetrics();
-            if (poolMetrics != null) {
-                pool.setMetricsTrackerFactory(poolMetrics);
-            }
-            return observer;
-        } catch (RuntimeException e) {
-            if (observer != null) {
-                observer.closed();
-            }
-            if (pool != null) {
-                pool.close();
-            }
-            throw e;
-        }
     }
 
     private static HikariDataSource openPool(PostgresProviderConfig config) {
