@@ -8,6 +8,7 @@ import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkItem;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -29,6 +30,8 @@ import java.util.concurrent.atomic.AtomicLong;
 final class WakeScenario extends PairedScenario {
     private static final Duration LOCK = Duration.ofMinutes(10); // no lease ends inside the run
     private static final String NAME = "Wake";
+    /** Keeps the reference claims' items away from the dispatchers, which fetch untagged items only. */
+    private static final String IDLE_CLAIM_TAG = "idle-claim";
 
     @Override
     public String name() {
@@ -49,7 +52,10 @@ final class WakeScenario extends PairedScenario {
                 + "its wake travels by NOTIFY). "
                 + "Latency = the dispatcher's clock when fetch returns the item minus the producer's clock when the "
                 + "enqueue call returned (after its commit). A negative sample means the fetch returned before the "
-                + "enqueue call did.";
+                + "enqueue call did. Reference series idleClaim (no wake involved): once the dispatchers stopped, "
+                + "an item is enqueued through the second provider, 10-30 ms later the dispatchers' provider claims "
+                + "it with a fetch that does not wait; its latency is that claim's round trip, the last step of "
+                + "every wake, on connections idle for as long as a parked dispatcher's.";
     }
 
     @Override
@@ -97,6 +103,7 @@ final class WakeScenario extends PairedScenario {
         LatencyRecorder worker = new LatencyRecorder();
         LatencyRecorder orchestrator = new LatencyRecorder();
         LatencyRecorder remoteWorker = new LatencyRecorder();
+        LatencyRecorder idleClaim = new LatencyRecorder();
         BlockingQueue<Long> workerSeen = new ArrayBlockingQueue<>(4);
         BlockingQueue<Long> orchSeen = new ArrayBlockingQueue<>(4);
         AtomicLong negative = new AtomicLong();
@@ -138,6 +145,7 @@ final class WakeScenario extends PairedScenario {
                 }
             }
             signals = CountingSignals.delta(signals0, hub.signals().snapshot());
+            measureIdleClaims(p, other, samples, idleClaim);
             dispatchers.stop();
         } finally {
             dispatchers.stop();
@@ -147,10 +155,31 @@ final class WakeScenario extends PairedScenario {
                 .latency("worker", worker)
                 .latency("orchestrator", orchestrator)
                 .latency("workerFromOtherProvider", remoteWorker)
+                .latency("idleClaim", idleClaim)
                 .detail("negativeSamples", negative.get());
         if (mode == Mode.LONG) {
             r.detail("longPollSignals", signals);
         }
         return r;
+    }
+
+    /**
+     * The floor under every wake on this machine: a claim that finds its item at once, sent on a pool connection
+     * that sat idle for 10-30 ms, as a parked dispatcher's does. A wake can be no faster than this round trip.
+     */
+    private static void measureIdleClaims(OrchestrationProvider p, OrchestrationProvider other, int samples,
+                                          LatencyRecorder idleClaim) {
+        for (int i = 0; i < samples; i++) {
+            other.enqueueForWorker(new WorkItem.ActivityExecute("idle-claim", 1, i, NAME, "{}", null, IDLE_CLAIM_TAG));
+            Pause.sleepRandom(10, 30);
+            long start = System.nanoTime();
+            Optional<FetchedWorkItem> f = p.fetchWorkItem(LOCK, Duration.ZERO, null, TagFilter.tags(IDLE_CLAIM_TAG));
+            long took = System.nanoTime() - start;
+            if (f.isEmpty()) {
+                throw new IllegalStateException("wake: the idle-claim item " + i + " was not claimable");
+            }
+            idleClaim.recordNanos(took);
+            p.ackWorkItem(f.get().lockToken(), null);
+        }
     }
 }

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * quickly.
  *
  * <p>Backoff: the first retry after a failure waits about 75 ms (±20 % jitter), each further consecutive failure
- * doubles it, up to 5 s. A session that lived at least {@value #STABLE_SESSION_MILLIS} ms resets the streak, so a
+ * doubles it, up to 0.8 s. A session that lived at least {@value #STABLE_SESSION_MILLIS} ms resets the streak, so a
  * connection that dies right after LISTEN (a flapping server, a proxy that cuts it) cannot cause a reconnect storm.
  *
  * <p>Logging without storms: the first failure of a streak is a WARN, further ones at most one WARN per 30 s with
@@ -37,7 +37,11 @@ public final class Notifier implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Notifier.class);
 
     static final long FIRST_RETRY_MILLIS = 75;
-    static final long MAX_RETRY_MILLIS = 5_000;
+    /**
+     * Below one second so that the listener is back within a second of the server (issue 14), yet a server that
+     * stays down sees at most about one attempt a second from each process.
+     */
+    static final long MAX_RETRY_MILLIS = 800;
     static final double JITTER = 0.2;
     static final long STABLE_SESSION_MILLIS = 3_000;
     static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
@@ -104,7 +108,7 @@ public final class Notifier implements AutoCloseable {
 
     /**
      * The wait before retry number {@code failures} (1 for the first retry): 75 ms doubled per further failure,
-     * capped at 5 s, with ±20 % jitter (never above the cap).
+     * capped at 0.8 s, with ±20 % jitter (never above the cap).
      */
     static Duration backoffDelay(int failures) {
         int exponent = Math.max(0, Math.min(failures - 1, 20));

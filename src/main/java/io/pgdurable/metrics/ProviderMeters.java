@@ -1,7 +1,6 @@
 package io.pgdurable.metrics;
 
 import com.zaxxer.hikari.metrics.MetricsTrackerFactory;
-import com.zaxxer.hikari.metrics.micrometer.MicrometerMetricsTrackerFactory;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -43,7 +42,8 @@ final class ProviderMeters implements ProviderMetrics.Observer {
 
     private final MeterRegistry registry;
     private final Tags tags;
-    private final boolean poolMetrics;
+    /** The owned pool's meters, or null without them. */
+    private final PoolMeters poolMeters;
     private final List<Meter> meters = new ArrayList<>();
     private final QueueDepths depths;
 
@@ -69,7 +69,7 @@ final class ProviderMeters implements ProviderMetrics.Observer {
     ProviderMeters(MeterRegistry registry, Tags tags, Duration depthRefresh, boolean poolMetrics) {
         this.registry = registry;
         this.tags = tags;
-        this.poolMetrics = poolMetrics;
+        this.poolMeters = poolMetrics ? new PoolMeters(registry) : null;
         if (taken(registry, tags)) {
             throw new IllegalStateException("another provider already reports to this registry with the tags "
                     + tags + "; give each its own tag (PgDurableMetrics.withTags) or close the other first");
@@ -162,7 +162,7 @@ final class ProviderMeters implements ProviderMetrics.Observer {
 
     @Override
     public MetricsTrackerFactory poolMetrics() {
-        return poolMetrics ? new MicrometerMetricsTrackerFactory(registry) : null;
+        return poolMeters;
     }
 
     @Override

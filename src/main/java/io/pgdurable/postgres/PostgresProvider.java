@@ -73,7 +73,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private static final String VERSION = "0.1.0";
 
     private final PostgresProviderConfig config;
-    private final HikariDataSource ownedPool;
+    private final RenewingPool ownedPool;
     private final SqlRunner db;
     private final Statements sql;
     private final Clock clock;
@@ -100,15 +100,24 @@ public final class PostgresProvider implements OrchestrationProvider {
         String origin = Announcer.newOrigin();
         this.sql = new Statements(config.schema(), origin, config.transactionalNotify(), config.asyncClaimCommit());
         this.admin = new PostgresAdmin(this, sql, clock);
+        this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
         DataSource dataSource;
         if (config.dataSource() != null) {
             dataSource = config.dataSource();
             this.ownedPool = null;
         } else {
-            this.ownedPool = openPool(config);
+            MetricsTrackerFactory poolMetrics = observer.poolMetrics();
+            RenewingPool pool;
+            try {
+                pool = new RenewingPool(() -> withMetrics(openPool(config), poolMetrics), probeSource(config),
+                        Math.max(250, config.connectionTimeout().toMillis()));
+            } catch (RuntimeException e) {
+                observer.closed();
+                throw e;
+            }
+            this.ownedPool = pool;
             dataSource = ownedPool;
         }
-        this.observer = observe(config, ownedPool);
         this.db = new SqlRunner(dataSource, observer);
         // Observer.NONE is not LongPollSignals.NONE: without metrics the configured signals go on alone.
         LongPollSignals signals = observer == ProviderMetrics.Observer.NONE ? config.longPollSignals()
@@ -198,28 +207,14 @@ public final class PostgresProvider implements OrchestrationProvider {
     }
 
     /**
-     * This provider's metrics observer (see {@link PostgresProviderConfig.Builder#metrics}), with the owned pool's
-     * meters bound to it (a running HikariCP pool takes its tracker once); the pool is closed when the observer is
-     * refused.
+     * A pool (the first or a renewed one) reporting to the metrics' tracker, when there is one: a running HikariCP
+     * pool takes its tracker once.
      */
-    private static ProviderMetrics.Observer observe(PostgresProviderConfig config, HikariDataSource pool) {
-        ProviderMetrics.Observer observer = null;
-        try {
-            observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
-            MetricsTrackerFactory poolMetrics = pool == null ? null : observer.poolMetrics();
-            if (poolMetrics != null) {
-                pool.setMetricsTrackerFactory(poolMetrics);
-            }
-            return observer;
-        } catch (RuntimeException e) {
-            if (observer != null) {
-                observer.closed();
-            }
-            if (pool != null) {
-                pool.close();
-            }
-            throw e;
+    private static HikariDataSource withMetrics(HikariDataSource pool, MetricsTrackerFactory poolMetrics) {
+        if (poolMetrics != null) {
+            pool.setMetricsTrackerFactory(poolMetrics);
         }
+        return pool;
     }
 
     private static NotificationListener listener(PostgresProviderConfig config) {
@@ -255,6 +250,18 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (config.dataSource() != null) {
             return config.dataSource();
         }
+        return directSource(config, "pgdurable-migrate");
+    }
+
+    /** The pool's "is the server back?" connection (see {@link RenewingPool}): answers or fails within seconds. */
+    private static DataSource probeSource(PostgresProviderConfig config) {
+        PGSimpleDataSource probe = directSource(config, "pgdurable-probe");
+        probe.setConnectTimeout(2);
+        probe.setLoginTimeout(2);
+        return probe;
+    }
+
+    private static PGSimpleDataSource directSource(PostgresProviderConfig config, String applicationName) {
         PGSimpleDataSource direct = new PGSimpleDataSource();
         direct.setURL(config.jdbcUrl());
         if (config.username() != null) {
@@ -263,7 +270,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (config.password() != null) {
             direct.setPassword(config.password());
         }
-        direct.setApplicationName("pgdurable-migrate");
+        direct.setApplicationName(applicationName);
         return direct;
     }
 
@@ -1005,6 +1012,11 @@ public final class PostgresProvider implements OrchestrationProvider {
     /** Announcements waiting for the announcer's thread to send them to other processes (a backlog gauge). */
     public int pendingAnnouncements() {
         return announcer.pending();
+    }
+
+    /** The provider's own pool, or null when the application gave a DataSource (tests read its renewals). */
+    RenewingPool ownedPool() {
+        return ownedPool;
     }
 
     /** The long-poll machinery when long polling is on (tests and the benchmark read its figures). */

@@ -1,7 +1,5 @@
 package io.pgdurable.spi;
 
-import java.util.Objects;
-
 /**
  * One history record. {@code data} is the runtime's own JSON object, stored and returned byte for byte; {@code type}
  * names its kind and is stored beside it. The provider never interprets an event except for the few kinds the
@@ -11,7 +9,7 @@ import java.util.Objects;
  */
 public record Event(long eventId, String type, String data) {
     public Event {
-        Objects.requireNonNull(type, "type");
-        Objects.requireNonNull(data, "data");
+        Fields.present(type, "Event", "type");
+        Fields.present(data, "Event", "data");
     }
 }

@@ -1,12 +1,10 @@
 package io.pgdurable.spi;
 
-import java.util.Objects;
-
 /** An inclusive version range a dispatcher can execute. */
 public record SemverRange(SemVer min, SemVer max) {
     public SemverRange {
-        Objects.requireNonNull(min, "min");
-        Objects.requireNonNull(max, "max");
+        Fields.present(min, "SemverRange", "min");
+        Fields.present(max, "SemverRange", "max");
         if (min.compareTo(max) > 0) {
             throw new IllegalArgumentException("SemverRange min " + min + " is above max " + max);
         }

@@ -34,11 +34,11 @@ public sealed interface TagFilter {
     }
 
     static TagFilter tags(String... tags) {
-        return new Tags(Set.of(tags));
+        return new Tags(setOf(tags));
     }
 
     static TagFilter defaultAnd(String... tags) {
-        return new DefaultAnd(Set.of(tags));
+        return new DefaultAnd(setOf(tags));
     }
 
     static TagFilter any() {
@@ -60,6 +60,21 @@ public sealed interface TagFilter {
         } else {
             return this instanceof Any;
         }
+    }
+
+    /** The tags as a set; null (the array or a tag) is refused by {@link #checked} with the others' rules. */
+    private static Set<String> setOf(String[] tags) {
+        if (tags == null) {
+            return null;
+        }
+        Set<String> set = new java.util.LinkedHashSet<>();
+        for (String t : tags) {
+            if (t == null) {
+                throw new IllegalArgumentException("TagFilter: a tag must not be null");
+            }
+            set.add(t);
+        }
+        return set;
     }
 
     private static Set<String> checked(Set<String> tags) {

@@ -1,7 +1,6 @@
 package io.pgdurable.spi;
 
 import java.time.Duration;
-import java.util.Objects;
 
 /**
  * What a batched worker fetch ({@link OrchestrationProvider#fetchWorkItems}) asks for: at most {@code maxItems}
@@ -17,7 +16,9 @@ public record WorkBatch(int maxItems, int minItems, Duration maxWait) {
     public static final int MAX_ITEMS = 1000;
 
     public WorkBatch {
-        Objects.requireNonNull(maxWait, "WorkBatch maxWait must not be null (use Duration.ZERO for no wait)");
+        if (maxWait == null) {
+            throw new IllegalArgumentException("WorkBatch: field 'maxWait' must not be null (Duration.ZERO for no wait)");
+        }
         if (maxItems < 1 || maxItems > MAX_ITEMS) {
             throw new IllegalArgumentException("WorkBatch maxItems must be in 1.." + MAX_ITEMS + ", was " + maxItems);
         }

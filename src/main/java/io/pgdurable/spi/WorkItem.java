@@ -1,7 +1,6 @@
 package io.pgdurable.spi;
 
 import java.util.List;
-import java.util.Objects;
 
 /**
  * A queue message. The provider reads only routing and identity fields (which queue, which instance, the activity
@@ -38,9 +37,9 @@ public sealed interface WorkItem {
     record StartOrchestration(String instance, String orchestration, String input, String version,
                               String parentInstance, Long parentId, long executionId) implements WorkItem {
         public StartOrchestration {
-            required(instance, "instance");
-            required(orchestration, "orchestration");
-            Objects.requireNonNull(input, "input");
+            Fields.nonEmpty(instance, "WorkItem.StartOrchestration", "instance");
+            Fields.nonEmpty(orchestration, "WorkItem.StartOrchestration", "orchestration");
+            Fields.present(input, "WorkItem.StartOrchestration", "input");
         }
 
         public StartOrchestration(String instance, String orchestration, String input, String version) {
@@ -51,27 +50,28 @@ public sealed interface WorkItem {
     record ContinueAsNew(String instance, String orchestration, String input, String version,
                          List<CarriedEvent> carryForwardEvents, String initialCustomStatus) implements WorkItem {
         public ContinueAsNew {
-            required(instance, "instance");
-            required(orchestration, "orchestration");
-            Objects.requireNonNull(input, "input");
-            carryForwardEvents = carryForwardEvents == null ? List.of() : List.copyOf(carryForwardEvents);
+            Fields.nonEmpty(instance, "WorkItem.ContinueAsNew", "instance");
+            Fields.nonEmpty(orchestration, "WorkItem.ContinueAsNew", "orchestration");
+            Fields.present(input, "WorkItem.ContinueAsNew", "input");
+            carryForwardEvents = carryForwardEvents == null ? List.of()
+                    : List.copyOf(Fields.noNulls(carryForwardEvents, "WorkItem.ContinueAsNew", "carryForwardEvents"));
         }
     }
 
     /** An event carried over a continue-as-new: its name and opaque data. */
     record CarriedEvent(String name, String data) {
         public CarriedEvent {
-            Objects.requireNonNull(name, "name");
-            Objects.requireNonNull(data, "data");
+            Fields.present(name, "WorkItem.CarriedEvent", "name");
+            Fields.present(data, "WorkItem.CarriedEvent", "data");
         }
     }
 
     record ActivityExecute(String instance, long executionId, long id, String name, String input,
                            String sessionId, String tag) implements WorkItem {
         public ActivityExecute {
-            required(instance, "instance");
-            required(name, "name");
-            Objects.requireNonNull(input, "input");
+            Fields.nonEmpty(instance, "WorkItem.ActivityExecute", "instance");
+            Fields.nonEmpty(name, "WorkItem.ActivityExecute", "name");
+            Fields.present(input, "WorkItem.ActivityExecute", "input");
         }
 
         public ActivityExecute(String instance, long executionId, long id, String name, String input) {
@@ -81,46 +81,46 @@ public sealed interface WorkItem {
 
     record ActivityCompleted(String instance, long executionId, long id, String result) implements WorkItem {
         public ActivityCompleted {
-            required(instance, "instance");
-            Objects.requireNonNull(result, "result");
+            Fields.nonEmpty(instance, "WorkItem.ActivityCompleted", "instance");
+            Fields.present(result, "WorkItem.ActivityCompleted", "result");
         }
     }
 
     record ActivityFailed(String instance, long executionId, long id, String details) implements WorkItem {
         public ActivityFailed {
-            required(instance, "instance");
-            Objects.requireNonNull(details, "details");
+            Fields.nonEmpty(instance, "WorkItem.ActivityFailed", "instance");
+            Fields.present(details, "WorkItem.ActivityFailed", "details");
         }
     }
 
     record TimerFired(String instance, long executionId, long id, long fireAtMs) implements WorkItem {
         public TimerFired {
-            required(instance, "instance");
+            Fields.nonEmpty(instance, "WorkItem.TimerFired", "instance");
         }
     }
 
     record ExternalRaised(String instance, String name, String data) implements WorkItem {
         public ExternalRaised {
-            required(instance, "instance");
-            Objects.requireNonNull(name, "name");
-            Objects.requireNonNull(data, "data");
+            Fields.nonEmpty(instance, "WorkItem.ExternalRaised", "instance");
+            Fields.present(name, "WorkItem.ExternalRaised", "name");
+            Fields.present(data, "WorkItem.ExternalRaised", "data");
         }
     }
 
     /** A persistent (queued) event; dropped by the provider when its instance never existed (orphan rule). */
     record QueueMessage(String instance, String name, String data) implements WorkItem {
         public QueueMessage {
-            required(instance, "instance");
-            Objects.requireNonNull(name, "name");
-            Objects.requireNonNull(data, "data");
+            Fields.nonEmpty(instance, "WorkItem.QueueMessage", "instance");
+            Fields.present(name, "WorkItem.QueueMessage", "name");
+            Fields.present(data, "WorkItem.QueueMessage", "data");
         }
     }
 
     record SubOrchCompleted(String parentInstance, long parentExecutionId, long parentId, String result)
             implements WorkItem {
         public SubOrchCompleted {
-            required(parentInstance, "parentInstance");
-            Objects.requireNonNull(result, "result");
+            Fields.nonEmpty(parentInstance, "WorkItem.SubOrchCompleted", "parentInstance");
+            Fields.present(result, "WorkItem.SubOrchCompleted", "result");
         }
 
         @Override
@@ -132,8 +132,8 @@ public sealed interface WorkItem {
     record SubOrchFailed(String parentInstance, long parentExecutionId, long parentId, String details)
             implements WorkItem {
         public SubOrchFailed {
-            required(parentInstance, "parentInstance");
-            Objects.requireNonNull(details, "details");
+            Fields.nonEmpty(parentInstance, "WorkItem.SubOrchFailed", "parentInstance");
+            Fields.present(details, "WorkItem.SubOrchFailed", "details");
         }
 
         @Override
@@ -144,14 +144,9 @@ public sealed interface WorkItem {
 
     record CancelInstance(String instance, String reason) implements WorkItem {
         public CancelInstance {
-            required(instance, "instance");
-            Objects.requireNonNull(reason, "reason");
+            Fields.nonEmpty(instance, "WorkItem.CancelInstance", "instance");
+            Fields.present(reason, "WorkItem.CancelInstance", "reason");
         }
     }
 
-    private static void required(String value, String field) {
-        if (value == null || value.isEmpty()) {
-            throw new IllegalArgumentException("work item field '" + field + "' must be a non-empty string");
-        }
-    }
 }

@@ -21,8 +21,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
@@ -43,7 +41,7 @@ class SqlApiDocExamplesTest {
     @Test
     void every_sql_example_runs_in_order_and_has_the_documented_effect() throws Exception {
         String page = Files.readString(PAGE);
-        List<String> blocks = blocks(page, "sql");
+        List<String> blocks = DocBlocks.of(page, "sql");
         assertTrue(blocks.size() >= 10, "the page's sql examples: " + blocks.size());
         dropExampleObjects();
         try (PostgresProvider provider = PostgresProvider.create(TestDatabase.config(HUB).build())) {
@@ -118,7 +116,7 @@ class SqlApiDocExamplesTest {
         String snippet = source.subList(begin, end).stream()
                 .map(l -> l.startsWith(indent) ? l.substring(indent.length()) : l.strip())
                 .collect(Collectors.joining("\n"));
-        assertTrue(blocks(Files.readString(PAGE), "java").contains(snippet + "\n"),
+        assertTrue(DocBlocks.of(Files.readString(PAGE), "java").contains(snippet + "\n"),
                 "docs/sql-api.md must show the JDBC example as compiled:\n" + snippet);
 
         try (Connection c = TestDatabase.connect()) {
@@ -176,15 +174,6 @@ class SqlApiDocExamplesTest {
     }
 
     /** The bodies of the page's fenced blocks of one language, in order. */
-    private static List<String> blocks(String page, String language) {
-        Matcher m = Pattern.compile("(?ms)^```" + Pattern.quote(language) + "\\n(.*?)^```\\s*$").matcher(page);
-        List<String> found = new ArrayList<>();
-        while (m.find()) {
-            found.add(m.group(1));
-        }
-        return found;
-    }
-
     private static int indexOf(List<String> lines, String marker) {
         for (int i = 0; i < lines.size(); i++) {
             if (lines.get(i).contains(marker)) {

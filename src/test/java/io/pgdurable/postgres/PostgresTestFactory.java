@@ -24,6 +24,7 @@ public class PostgresTestFactory implements ProviderFactory {
     public synchronized OrchestrationProvider createProvider() {
         currentSchema = TestDatabase.newSchemaName("conf");
         schemas.add(currentSchema);
+        prepareSchema(currentSchema);
         return open(currentSchema);
     }
 
@@ -40,6 +41,9 @@ public class PostgresTestFactory implements ProviderFactory {
         providers.add(p);
         return wrap(p);
     }
+
+    /** Hook for bindings that set a schema up before its first provider opens it (roles, grants, migrations). */
+    protected void prepareSchema(String schema) {}
 
     /** Hook for bindings that drive the provider through other operations (the provider stays closed by us). */
     protected OrchestrationProvider wrap(PostgresProvider provider) {

@@ -94,7 +94,7 @@ class BatchConfigTest {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, bad::run);
             assertTrue(e.getMessage().startsWith("WorkBatch "), e.getMessage());
         }
-        assertThrows(NullPointerException.class, () -> new WorkBatch(5, 1, null));
+        assertThrows(IllegalArgumentException.class, () -> new WorkBatch(5, 1, null));
     }
 
     @Test
