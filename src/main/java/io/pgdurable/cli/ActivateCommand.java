@@ -40,7 +40,7 @@ final class ActivateCommand implements Callable<Integer> {
         options.validate(spec);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        try (Database db = Database.open(options, out, err)) {
+        try (Database db = Database.open(options, "activate", out, err)) {
             DataSource ds = db.pool(POOL_SIZE);
             PostgresProviderConfig config = PostgresProviderConfig.builder()
                     .dataSource(ds)

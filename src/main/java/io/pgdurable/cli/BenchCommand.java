@@ -7,6 +7,7 @@ import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ProviderException;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -25,9 +26,10 @@ import picocli.CommandLine.Spec;
         description = {"Benchmark short polling against long polling on one database: idle statements, wake "
                 + "latency, timers, lease recovery, wakes per item, throughput, fan-out, notification cost, "
                 + "orchestrations through the Durable Task sidecar.",
-                "Without --db it starts an embedded, throw-away PostgreSQL with pg_stat_statements. The default run "
-                        + "takes about twenty minutes; --quick a few seconds per scenario (checks the harness, not the "
-                        + "speed)."})
+                "Without --db it starts an embedded, throw-away PostgreSQL with pg_stat_statements (not the one "
+                        + "keeping the other commands' data: a fresh server each run keeps the figures comparable). "
+                        + "The default run takes about twenty minutes; --quick a few seconds per scenario (checks the "
+                        + "harness, not the speed)."})
 final class BenchCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -37,13 +39,18 @@ final class BenchCommand implements Callable<Integer> {
             + "creates and drops schemas of its own there.")
     String db;
 
-    @Option(names = "--json", paramLabel = "FILE", defaultValue = "pgdurable-bench.json",
-            description = "Where to write the JSON result (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--out", paramLabel = "DIR", defaultValue = "pgdurable-bench",
+            description = "Folder of the results: the JSON, the Markdown report and its charts (default: "
+                    + "${DEFAULT-VALUE}, created when missing).")
+    Path outDir;
+
+    @Option(names = "--json", paramLabel = "FILE", defaultValue = "bench.json",
+            description = "The JSON result, inside --out unless the path is absolute (default: ${DEFAULT-VALUE}).")
     Path json;
 
-    @Option(names = "--report", paramLabel = "FILE.md", defaultValue = "pgdurable-bench.md",
-            description = "Where to write the Markdown report; its SVG charts go to <name>-charts/ beside it "
-                    + "(default: ${DEFAULT-VALUE}).")
+    @Option(names = "--report", paramLabel = "FILE.md", defaultValue = "report.md",
+            description = "The Markdown report, inside --out unless the path is absolute; its SVG charts go to "
+                    + "<name>-charts/ beside it (default: ${DEFAULT-VALUE}).")
     Path report;
 
     @Option(names = "--quick", description = "A few seconds per scenario (for tests and smoke runs).")
@@ -62,6 +69,11 @@ final class BenchCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         List<String> selected;
+        if (Files.exists(outDir) && !Files.isDirectory(outDir)) {
+            // checked before a run of twenty minutes, not after it
+            throw new ParameterException(spec.commandLine(), "--out must name a folder, and " + outDir
+                    + " is a file");
+        }
         try {
             selected = Bench.select(scenarios);
             PostgresProviderConfig.builder().jdbcUrl(db != null ? db : "jdbc:postgresql://localhost/postgres")
@@ -76,13 +88,14 @@ final class BenchCommand implements Callable<Integer> {
                 DatabaseOptions options = new DatabaseOptions();
                 options.db = db;
                 String display;
-                try (Database database = Database.open(options, out, err)) {
+                try (Database database = Database.open(options, "bench", out, err)) {
                     database.pool(1).getConnection().close(); // fail fast, with the CLI's message, when unreachable
                     display = database.displayUrl();
                 }
                 return run(db, display, false, selected, command, out, err);
             }
-            out.println("no --db given: starting an embedded throw-away PostgreSQL with pg_stat_statements ...");
+            out.println("no --db given: starting an embedded throw-away PostgreSQL with pg_stat_statements (a fresh "
+                    + "server per run; the data directory of the other commands is not used) ...");
             out.flush();
             EmbeddedServer server;
             try {
@@ -123,7 +136,7 @@ final class BenchCommand implements Callable<Integer> {
             return 1;
         }
         try {
-            for (Path p : result.write(json, report)) {
+            for (Path p : result.write(outDir.resolve(json), outDir.resolve(report))) {
                 out.println("wrote " + p);
             }
         } catch (IOException e) {

@@ -1,16 +1,27 @@
 package io.pgdurable.cli;
 
 import io.pgdurable.postgres.PostgresProviderConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 
-/** The options every database command shares: where the database is and which schema (task hub) to use. */
+/**
+ * The options every database command shares: where the database is (a URL, or the embedded server's data directory)
+ * and which schema (task hub) to use.
+ */
 final class DatabaseOptions {
     @Option(names = "--db", paramLabel = "JDBC_URL",
-            description = "jdbc:postgresql: URL of the database. Without it an embedded, throw-away PostgreSQL is "
-                    + "started for the command and stopped afterwards.")
+            description = "jdbc:postgresql: URL of the database. Without it the commands use one embedded "
+                    + "PostgreSQL whose data is kept in --data-dir (started for the command, or shared with the "
+                    + "pgdurable process running it).")
     String db;
+
+    @Option(names = "--data-dir", paramLabel = "DIR",
+            description = "Where the embedded PostgreSQL keeps its data when no --db is given (default: "
+                    + "~/.pgdurable; PostgreSQL's own files in DIR/pgdata).")
+    Path dataDir;
 
     @Option(names = "--schema", paramLabel = "NAME", defaultValue = PostgresProviderConfig.DEFAULT_SCHEMA,
             description = "Schema of the task hub (default: ${DEFAULT-VALUE}).")
@@ -25,6 +36,14 @@ final class DatabaseOptions {
      * message never shows a password.
      */
     void validate(CommandSpec spec) {
+        if (db != null && dataDir != null) {
+            throw new ParameterException(spec.commandLine(), "--db and --data-dir exclude each other: --data-dir "
+                    + "is where the embedded PostgreSQL keeps its data when there is no --db");
+        }
+        if (dataDir != null && Files.exists(dataDir) && !Files.isDirectory(dataDir)) {
+            throw new ParameterException(spec.commandLine(), "--data-dir must name a directory, and " + dataDir
+                    + " is a file");
+        }
         try {
             PostgresProviderConfig.builder()
                     .jdbcUrl(db != null ? db : "jdbc:postgresql://localhost/postgres")

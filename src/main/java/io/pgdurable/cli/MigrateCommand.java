@@ -32,7 +32,7 @@ final class MigrateCommand implements Callable<Integer> {
         options.validate(spec);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        try (Database db = Database.open(options, out, err)) {
+        try (Database db = Database.open(options, "migrate", out, err)) {
             DataSource ds = db.pool(POOL_SIZE);
             PostgresProviderConfig config = PostgresProviderConfig.builder()
                     .dataSource(ds)
@@ -60,9 +60,6 @@ final class MigrateCommand implements Callable<Integer> {
             }
             if (!after.failed().isEmpty()) {
                 err.println("warning: the schema records failed migration(s): " + String.join(", ", after.failed()));
-            }
-            if (db.embedded()) {
-                out.println("note: this was an embedded throw-away database; pass --db to migrate a real one");
             }
             return 0;
         } catch (ProviderException e) {

@@ -19,7 +19,8 @@ import picocli.CommandLine.Spec;
  *
  * <p>Exit codes: 0 success; 1 a {@link ProviderException} (database unreachable, migration failed, ...), printed as
  * {@code error: <message>} on stderr with {@code (retryable)} when repeating may help; 2 a usage error. Without
- * {@code --db} the commands run against an embedded, throw-away PostgreSQL that is stopped before exiting.
+ * {@code --db} the commands run against one embedded PostgreSQL whose data is kept in a directory
+ * ({@link DataDirectory}); {@code serve --ephemeral} and {@code bench} start a throw-away one.
  * URLs are always shown through {@link PostgresProviderConfig#redactUrl(String)}.
  */
 @Command(name = "pgdurable", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,

@@ -26,7 +26,8 @@ import picocli.CommandLine.Spec;
         description = {"Run a Durable Task sidecar (the TaskHubSidecarService gRPC protocol of durabletask-client "
                 + "1.5.0) on PostgreSQL, with LISTEN/NOTIFY long polling.",
                 "Point DurableTaskGrpcWorkerBuilder().port(p) and DurableTaskGrpcClientBuilder().port(p) at it. "
-                        + "Without --db an embedded, throw-away PostgreSQL is started (everything is lost on exit)."})
+                        + "Without --db an embedded PostgreSQL keeps the task hub in --data-dir (default "
+                        + "~/.pgdurable), so instances survive a restart; --ephemeral uses a throw-away one instead."})
 final class ServeCommand implements Callable<Integer> {
     private static final long STOP_BUDGET_SECONDS = 20;
 
@@ -53,10 +54,18 @@ final class ServeCommand implements Callable<Integer> {
                     + "parks up to two long-polled fetches.")
     int poolSize;
 
+    @Option(names = "--ephemeral", description = "Without --db: a throw-away embedded PostgreSQL (no fsync, deleted "
+            + "on exit) instead of the one keeping its data in --data-dir.")
+    boolean ephemeral;
+
     @Override
     @SuppressWarnings("try") // the metrics endpoint is only closed, never read, inside its try
     public Integer call() {
         options.validate(spec);
+        if (ephemeral && (options.db != null || options.dataDir != null)) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--ephemeral excludes --db and "
+                    + "--data-dir: it starts a throw-away embedded PostgreSQL");
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         CountDownLatch stopRequested = new CountDownLatch(1);
@@ -70,7 +79,7 @@ final class ServeCommand implements Callable<Integer> {
             }
         }, "pgdurable-serve-stop");
         Runtime.getRuntime().addShutdownHook(hook);
-        try (Database db = Database.open(options, out, err)) {
+        try (Database db = Database.openForServe(options, ephemeral, out, err)) {
             PostgresProviderConfig config = PostgresProviderConfig.builder()
                     .jdbcUrl(db.url())
                     .schema(options.schema)

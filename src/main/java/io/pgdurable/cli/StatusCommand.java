@@ -27,7 +27,6 @@ import picocli.CommandLine.Spec;
         description = "Show the schema version, pending migrations and queue depths. Runs no DDL.")
 final class StatusCommand implements Callable<Integer> {
     private static final int POOL_SIZE = 2;
-    static final String EMBEDDED_HINT = "embedded database is empty: run `migrate` against a real --db";
 
     @Spec
     CommandSpec spec;
@@ -46,7 +45,7 @@ final class StatusCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         // With --json stdout carries exactly one JSON object, so notices go to stderr.
         PrintWriter notices = json ? err : out;
-        try (Database db = Database.open(options, notices, err)) {
+        try (Database db = Database.open(options, "status", notices, err)) {
             DataSource ds = db.pool(POOL_SIZE);
             PostgresProviderConfig config = PostgresProviderConfig.builder()
                     .dataSource(ds)
@@ -59,9 +58,6 @@ final class StatusCommand implements Callable<Integer> {
                 out.println(Json.write(toJson(db, status, depths)));
             } else {
                 printText(out, db, status, depths);
-            }
-            if (db.embedded()) {
-                notices.println(EMBEDDED_HINT);
             }
             out.flush();
             notices.flush();
@@ -112,7 +108,8 @@ final class StatusCommand implements Callable<Integer> {
     }
 
     private static void printText(PrintWriter out, Database db, SchemaMigrator.Status s, Depths d) {
-        out.println("database:     " + db.displayUrl() + (db.embedded() ? " (embedded, throw-away)" : ""));
+        out.println("database:     " + db.displayUrl() + (db.embedded() ? " (" + db.embeddedDescription() + ")"
+                : ""));
         out.println("schema:       " + s.schema() + ": " + state(s));
         out.println("version:      " + Text.version(s));
         out.println("pending:      " + Text.list(s.pending()) + (!s.ledgerExists() && !s.pending().isEmpty()
@@ -144,6 +141,7 @@ final class StatusCommand implements Callable<Integer> {
         m.put("tool", PgDurableCli.VERSION);
         m.put("database", db.displayUrl());
         m.put("embedded", db.embedded());
+        m.put("dataDirectory", db.dataDirectory() == null ? null : db.dataDirectory().toString());
         m.put("schema", s.schema());
         m.put("migrated", s.ledgerExists());
         m.put("upToDate", s.upToDate());

@@ -274,7 +274,13 @@ public final class PostgresProvider implements OrchestrationProvider {
         return direct;
     }
 
-    private static HikariDataSource openPool(PostgresProviderConfig config) {
+    /**
+     * The pool a provider opens for {@code config} when it is given no data source. Public so that tools working
+     * beside a provider (the CLI's schema commands) connect the same way and report a failure the same way: a
+     * {@link ProviderException} naming the URL (password masked) and the driver's reason, permanent for a refused
+     * login or a missing database, retryable when the server does not answer. The caller closes the pool.
+     */
+    public static HikariDataSource openPool(PostgresProviderConfig config) {
         HikariConfig hc = new HikariConfig();
         hc.setJdbcUrl(config.jdbcUrl());
         if (config.username() != null) {
@@ -298,7 +304,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             SQLException sql = cause instanceof SQLException s ? s : null;
             String state = sql == null ? null : sql.getSQLState();
             throw new ProviderException("connect", "cannot open a connection pool to "
-                    + PostgresProviderConfig.redactUrl(config.jdbcUrl()) + ": " + cause.getMessage(),
+                    + PostgresProviderConfig.redactUrl(config.jdbcUrl()) + ": " + SqlErrors.connectFailure(cause),
                     sql == null || SqlErrors.isRetryable(sql, state), state, e);
         }
     }

@@ -57,6 +57,20 @@ final class SqlErrors {
         return false;
     }
 
+    /**
+     * Why a connection could not be opened: the driver's message, plus the network cause (refused, unknown host,
+     * timed out) when the driver's own text does not already say it.
+     */
+    static String connectFailure(Throwable failure) {
+        String text = failure.getMessage() != null ? failure.getMessage() : failure.getClass().getSimpleName();
+        Throwable cause = failure.getCause();
+        if (cause != null && !(cause instanceof SQLException) && cause.getMessage() != null
+                && !text.contains(cause.getMessage())) {
+            text += " (" + cause.getClass().getSimpleName() + ": " + cause.getMessage() + ")";
+        }
+        return text;
+    }
+
     private static String describe(String state, String message, SQLException e) {
         if (state == null) {
             return message;

@@ -47,16 +47,42 @@ class BenchCommandTest {
     static void runQuickBench() throws Exception {
         String url = TestDatabase.url();
         assumeTrue(loopback(url), "the benchmark test runs only against a loopback database");
-        Path json = dir.resolve("out/bench.json");
-        report = dir.resolve("report/bench.md");
+        // --out holds what is named relative to it (the report) and nothing named absolutely (the JSON).
+        Path json = dir.resolve("elsewhere/bench.json");
+        Path results = dir.resolve("results");
+        report = results.resolve("report/bench.md");
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         int code = PgDurableCli.run(new PrintWriter(out), new PrintWriter(err), "bench", "--quick", "--db", url,
-                "--json", json.toString(), "--report", report.toString());
+                "--out", results.toString(), "--json", json.toString(), "--report", "report/bench.md");
         output = out.toString();
         assertEquals(0, code, "bench failed:\n" + out + "\n" + err);
+        try (var files = Files.walk(results)) {
+            List<Path> outside = files.filter(Files::isRegularFile)
+                    .filter(f -> !f.startsWith(results.resolve("report"))).toList();
+            assertEquals(List.of(), outside, "only the report and its charts belong in --out here");
+        }
+        assertTrue(Files.isDirectory(results.resolve("report/bench-charts")), "charts beside the report");
         doc = Json.parseObject(Files.readString(json));
         markdown = Files.readString(report);
+    }
+
+    @Test
+    @Timeout(value = 3, unit = TimeUnit.MINUTES)
+    void by_default_the_json_the_report_and_its_charts_go_into_the_out_folder() throws Exception {
+        Path results = dir.resolve("defaults");
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = PgDurableCli.run(new PrintWriter(out), new PrintWriter(err), "bench", "--quick", "--scenarios",
+                "idle", "--db", TestDatabase.url(), "--out", results.toString());
+        assertEquals(0, code, "bench failed:\n" + out + "\n" + err);
+        assertTrue(Files.isRegularFile(results.resolve("bench.json")), out.toString());
+        String md = Files.readString(results.resolve("report.md"));
+        assertTrue(md.contains("(bench.json)") || md.contains("`bench.json`"), "the report names its JSON:\n" + md);
+        try (var charts = Files.list(results.resolve("report-charts"))) {
+            assertFalse(charts.filter(f -> f.toString().endsWith(".svg")).toList().isEmpty(), "no chart");
+        }
+        assertTrue(out.toString().contains("wrote " + results.resolve("bench.json").toAbsolutePath()), out.toString());
     }
 
     private static boolean loopback(String jdbcUrl) throws Exception {

@@ -13,6 +13,8 @@ import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.WorkItem;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -23,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Runs the CLI in-process against the test database, each test in schemas of its own. */
 class PgDurableCliTest {
@@ -156,10 +159,13 @@ class PgDurableCliTest {
     void an_unreachable_database_exits_1_with_a_clear_message_and_no_password() {
         // Port 1 refuses connections at once; the password must never be echoed.
         String url = "jdbc:postgresql://127.0.0.1:1/test?user=postgres&password=secret";
-        for (String command : List.of("status", "migrate")) {
+        for (String command : List.of("status", "migrate", "activate", "serve")) {
             Result r = cli(command, "--db", url, "--schema", "cli_unreachable");
             assertEquals(1, r.code(), command + ": " + r.all());
-            assertTrue(r.err().startsWith("error: connect: cannot connect to "), command + ": " + r.err());
+            // every command opens its pool the provider's way, so they all say the same
+            assertTrue(r.err().startsWith("error: connect: cannot open a connection pool to "), command + ": "
+                    + r.err());
+            assertEquals(1, r.err().strip().lines().count(), command + ": one line: " + r.err());
             assertTrue(r.err().contains("127.0.0.1:1"), r.err());
             assertTrue(r.err().contains("refused"), "the driver's reason is kept: " + r.err());
             assertTrue(r.err().contains("password=***"), r.err());
@@ -233,6 +239,46 @@ class PgDurableCliTest {
     }
 
     @Test
+    void embedded_and_output_options_that_contradict_each_other_are_usage_errors(@TempDir Path dir)
+            throws Exception {
+        Result both = cli("status", "--db", TestDatabase.url(), "--data-dir", dir.toString());
+        assertEquals(2, both.code(), both.all());
+        assertEquals("error: --db and --data-dir exclude each other: --data-dir is where the embedded PostgreSQL "
+                + "keeps its data when there is no --db (see 'pgdurable status --help')", both.err().strip());
+
+        Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
+        Result notADir = cli("migrate", "--data-dir", file.toString());
+        assertEquals(2, notADir.code(), notADir.all());
+        assertEquals("error: --data-dir must name a directory, and " + file + " is a file (see 'pgdurable migrate "
+                + "--help')", notADir.err().strip());
+
+        for (String other : List.of("--db", "--data-dir")) {
+            Result ephemeral = cli("serve", "--ephemeral", other, other.equals("--db") ? TestDatabase.url()
+                    : dir.toString());
+            assertEquals(2, ephemeral.code(), ephemeral.all());
+            assertEquals("error: --ephemeral excludes --db and --data-dir: it starts a throw-away embedded PostgreSQL "
+                    + "(see 'pgdurable serve --help')", ephemeral.err().strip());
+        }
+
+        Result benchOut = cli("bench", "--quick", "--db", TestDatabase.url(), "--out", file.toString());
+        assertEquals(2, benchOut.code(), benchOut.all());
+        assertEquals("error: --out must name a folder, and " + file + " is a file (see 'pgdurable bench --help')",
+                benchOut.err().strip());
+        assertEquals("", benchOut.out(), "nothing ran");
+    }
+
+    @Test
+    void a_data_directory_that_cannot_be_created_is_one_line_naming_it(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("file"), "x");
+        Path below = file.resolve("hub"); // a directory cannot be created under a file
+        Result r = cli("status", "--data-dir", below.toString());
+        assertEquals(1, r.code(), r.all());
+        assertTrue(r.err().startsWith("error: embedded: cannot use " + below + " as the data directory: "), r.err());
+        assertTrue(r.err().strip().endsWith("; pass --data-dir DIR, --db JDBC_URL or (serve) --ephemeral"), r.err());
+        assertEquals(1, r.err().strip().lines().count(), r.err());
+    }
+
+    @Test
     void help_and_version() {
         Result version = cli("--version");
         assertEquals(0, version.code(), version.all());
@@ -247,6 +293,16 @@ class PgDurableCliTest {
         assertEquals(0, statusHelp.code(), statusHelp.all());
         assertTrue(statusHelp.out().contains("--json"), statusHelp.out());
         assertTrue(statusHelp.out().contains("--db=JDBC_URL"), statusHelp.out());
+        assertTrue(statusHelp.out().contains("--data-dir=DIR"), statusHelp.out());
+
+        Result serveHelp = cli("serve", "--help");
+        assertTrue(serveHelp.out().contains("--ephemeral") && serveHelp.out().contains("--data-dir=DIR"),
+                serveHelp.out());
+
+        Result benchHelp = cli("bench", "--help");
+        assertTrue(benchHelp.out().contains("--out=DIR") && benchHelp.out().contains("(default: pgdurable-bench"),
+                benchHelp.out());
+        assertEquals(Path.of(System.getProperty("user.home"), ".pgdurable"), DataDirectory.defaultLocation());
     }
 
     @Test
