@@ -2,6 +2,7 @@ package io.pgdurable.cli;
 
 import io.pgdurable.durabletask.SidecarConfig;
 import io.pgdurable.durabletask.SidecarServer;
+import io.pgdurable.metrics.MetricsEndpoint;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ProviderException;
@@ -36,6 +37,9 @@ final class ServeCommand implements Callable<Integer> {
     @Mixin
     DatabaseOptions options;
 
+    @Mixin
+    MetricsOptions metrics;
+
     @Option(names = "--port", paramLabel = "PORT", defaultValue = "4001",
             description = "gRPC port (default: ${DEFAULT-VALUE}, the Durable Task SDK's default; 0 picks a free one).")
     int port;
@@ -55,6 +59,7 @@ final class ServeCommand implements Callable<Integer> {
     boolean ephemeral;
 
     @Override
+    @SuppressWarnings("try") // the metrics endpoint is only closed, never read, inside its try
     public Integer call() {
         options.validate(spec);
         if (ephemeral && (options.db != null || options.dataDir != null)) {
@@ -80,10 +85,12 @@ final class ServeCommand implements Callable<Integer> {
                     .schema(options.schema)
                     .poolSize(poolSize)
                     .longPolling(true)
+                    .metrics(metrics.providerMetrics())
                     .build();
             try (PostgresProvider provider = PostgresProvider.create(config);
                  SidecarServer sidecar = SidecarServer.start(provider, SidecarConfig.defaults(options.schema)
-                         .withHost(host).withPort(port).withStatusJdbcUrl(db.url()))) {
+                         .withHost(host).withPort(port).withStatusJdbcUrl(db.url()));
+                 MetricsEndpoint endpoint = metrics.serve(provider, out, err)) {
                 out.println("Durable Task sidecar listening on " + host + ":" + sidecar.port() + " (schema "
                         + options.schema + " on " + db.displayUrl() + ", long polling on); stop with Ctrl-C");
                 out.flush();

@@ -5,6 +5,7 @@ import static io.pgdurable.postgres.SqlRunner.singleInt;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.metrics.MetricsTrackerFactory;
 import io.pgdurable.internal.Json;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.CustomStatus;
@@ -35,11 +36,13 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import io.pgdurable.longpoll.Announcer;
 import io.pgdurable.longpoll.Hint;
+import io.pgdurable.longpoll.LongPollSignals;
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.NotificationListener;
 import io.pgdurable.longpoll.NotifyChannel;
@@ -89,6 +92,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final TurnsInProgress turns = new TurnsInProgress();
     /** Acks in one call per list ({@link #ackWorkItems}) and, with {@code ackBatchSize} above 1, grouped single acks. */
     private final BatchAcker acker;
+    private final ProviderMetrics.Observer observer;
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
@@ -97,6 +101,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         String origin = Announcer.newOrigin();
         this.sql = new Statements(config.schema(), origin, config.transactionalNotify(), config.asyncClaimCommit());
         this.admin = new PostgresAdmin(this, sql, clock);
+        this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
         DataSource dataSource;
         if (config.dataSource() != null) {
             dataSource = config.dataSource();
@@ -105,11 +110,22 @@ public final class PostgresProvider implements OrchestrationProvider {
                 checkNoServerPrepares(dataSource);
             }
         } else {
-            this.ownedPool = new RenewingPool(() -> openPool(config), probeSource(config),
-                    Math.max(250, config.connectionTimeout().toMillis()));
+            MetricsTrackerFactory poolMetrics = observer.poolMetrics();
+            RenewingPool pool;
+            try {
+                pool = new RenewingPool(() -> withMetrics(openPool(config), poolMetrics), probeSource(config),
+                        Math.max(250, config.connectionTimeout().toMillis()));
+            } catch (RuntimeException e) {
+                observer.closed();
+                throw e;
+            }
+            this.ownedPool = pool;
             dataSource = ownedPool;
         }
-        this.db = new SqlRunner(dataSource);
+        this.db = new SqlRunner(dataSource, observer);
+        // Observer.NONE is not LongPollSignals.NONE: without metrics the configured signals go on alone.
+        LongPollSignals signals = observer == ProviderMetrics.Observer.NONE ? config.longPollSignals()
+                : LongPollSignals.both(config.longPollSignals(), observer);
         LongPoller poller = null;
         Announcer announcing = null;
         try {
@@ -142,7 +158,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
                         config.heartbeatInterval(), config.maxTrackedDeadlines()), clock,
                         new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()), listener(config),
-                        channel, config.longPollSignals());
+                        channel, signals);
                 poller.start();
             }
             // With transactionalNotify the schema's triggers tell other processes from inside each transaction.
@@ -151,7 +167,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             announcing = new Announcer(origin, poller, sender,
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
                     SchemaMigrator.ACTIVATION_RECHECK,
-                    channel, config.longPollSignals(), clock, config.inlineNotifyWhenIdle());
+                    channel, signals, clock, config.inlineNotifyWhenIdle());
         } catch (RuntimeException e) {
             if (announcing != null) {
                 announcing.close();
@@ -163,6 +179,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             if (ownedPool != null) {
                 ownedPool.close();
             }
+            observer.closed();
             throw e;
         }
         this.longPoller = poller;
@@ -176,6 +193,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
                 config.connectionTimeout(), announcer::announce);
         this.acker.start();
+        observer.started(this);
     }
 
     /**
@@ -190,6 +208,17 @@ public final class PostgresProvider implements OrchestrationProvider {
             ps.setArray(2, c.createArrayOf("text", announcements.toArray()));
             ps.execute();
         }
+    }
+
+    /**
+     * A pool (the first or a renewed one) reporting to the metrics' tracker, when there is one: a running HikariCP
+     * pool takes its tracker once.
+     */
+    private static HikariDataSource withMetrics(HikariDataSource pool, MetricsTrackerFactory poolMetrics) {
+        if (poolMetrics != null) {
+            pool.setMetricsTrackerFactory(poolMetrics);
+        }
+        return pool;
     }
 
     private static NotificationListener listener(PostgresProviderConfig config) {
@@ -1012,6 +1041,31 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (ownedPool != null) {
             ownedPool.close();
         }
+        observer.closed();
+    }
+
+    /**
+     * Whether the database answers a trivial query through the pool (within the pool's connection timeout and one
+     * round trip) and, with long polling, whether the listener is up. For health endpoints; never throws.
+     */
+    public ProviderHealth health() {
+        String error = null;
+        try {
+            call("health", c -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.ping)) {
+                    ps.execute();
+                    return null;
+                }
+            });
+        } catch (RuntimeException e) {
+            error = e.getMessage();
+        }
+        return new ProviderHealth(error == null, error, longPoller == null ? null : longPoller.isListening());
+    }
+
+    /** Announcements waiting for the announcer's thread to send them to other processes (a backlog gauge). */
+    public int pendingAnnouncements() {
+        return announcer.pending();
     }
 
     /** The provider's own pool, or null when the application gave a DataSource (tests read its renewals). */

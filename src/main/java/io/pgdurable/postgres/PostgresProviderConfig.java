@@ -56,6 +56,7 @@ public final class PostgresProviderConfig {
     private final Duration heartbeatInterval;
     private final int maxTrackedDeadlines;
     private final io.pgdurable.longpoll.LongPollSignals longPollSignals;
+    private final ProviderMetrics metrics;
     private final int ackBatchSize;
     private final Duration ackFlushIdle;
     private final Duration ackDrainTimeout;
@@ -101,6 +102,7 @@ public final class PostgresProviderConfig {
         this.heartbeatInterval = b.heartbeatInterval;
         this.maxTrackedDeadlines = b.maxTrackedDeadlines;
         this.longPollSignals = b.longPollSignals;
+        this.metrics = b.metrics;
         this.ackBatchSize = b.ackBatchSize;
         this.ackFlushIdle = b.ackFlushIdle;
         this.ackDrainTimeout = b.ackDrainTimeout;
@@ -145,6 +147,7 @@ public final class PostgresProviderConfig {
         b.heartbeatInterval = heartbeatInterval;
         b.maxTrackedDeadlines = maxTrackedDeadlines;
         b.longPollSignals = longPollSignals;
+        b.metrics = metrics;
         b.ackBatchSize = ackBatchSize;
         b.ackFlushIdle = ackFlushIdle;
         b.ackDrainTimeout = ackDrainTimeout;
@@ -276,6 +279,11 @@ public final class PostgresProviderConfig {
         return longPollSignals;
     }
 
+    /** Where the provider reports its metrics ({@link ProviderMetrics#NONE} by default). */
+    public ProviderMetrics metrics() {
+        return metrics;
+    }
+
     /** Terminal acks per batched flush; 1 (the default) acks each item in its own call, as without batching. */
     public int ackBatchSize() {
         return ackBatchSize;
@@ -373,6 +381,7 @@ public final class PostgresProviderConfig {
         private Duration heartbeatInterval = Duration.ofSeconds(1);
         private int maxTrackedDeadlines = 1024;
         private io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
+        private ProviderMetrics metrics = ProviderMetrics.NONE;
         private int ackBatchSize = 1;
         private Duration ackFlushIdle = Duration.ofMillis(2);
         private Duration ackDrainTimeout = Duration.ofSeconds(2);
@@ -451,6 +460,15 @@ public final class PostgresProviderConfig {
         /** Observer of the long-poll machinery's moments (listening, reconnects, scans, wakes): tests, metrics. */
         public Builder longPollSignals(io.pgdurable.longpoll.LongPollSignals signals) {
             this.longPollSignals = signals;
+            return this;
+        }
+
+        /**
+         * Metrics and gauges for operators, e.g. {@code new io.pgdurable.metrics.PgDurableMetrics(meterRegistry)}
+         * (Micrometer, an optional dependency; docs/operations.md lists the meters). Default: none, at no cost.
+         */
+        public Builder metrics(ProviderMetrics metrics) {
+            this.metrics = metrics;
             return this;
         }
 
@@ -683,6 +701,7 @@ public final class PostgresProviderConfig {
             positive("migrationLockBudget", migrationLockBudget);
             Objects.requireNonNull(migrationPolicy, "migrationPolicy");
             Objects.requireNonNull(clock, "clock");
+            Objects.requireNonNull(metrics, "metrics");
             if (longPolling) {
                 if (dataSource == null && poolSize < 2) {
                     throw new IllegalArgumentException("long polling needs a pool of at least two connections "
