@@ -54,6 +54,13 @@ final class ServeCommand implements Callable<Integer> {
                     + "parks up to two long-polled fetches.")
     int poolSize;
 
+    @Option(names = "--direct-db", paramLabel = "URL",
+            description = "With --db naming a transaction-pooling proxy (PgBouncer pool_mode = transaction): a URL "
+                    + "that reaches the server directly, for migrations, the long-poll listener and status "
+                    + "notifications; the pool through --db then prepares no statement on the server "
+                    + "(docs/pgbouncer.md).")
+    String directDb;
+
     @Option(names = "--ephemeral", description = "Without --db: a throw-away embedded PostgreSQL (no fsync, deleted "
             + "on exit) instead of the one keeping its data in --data-dir.")
     boolean ephemeral;
@@ -65,6 +72,10 @@ final class ServeCommand implements Callable<Integer> {
         if (ephemeral && (options.db != null || options.dataDir != null)) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--ephemeral excludes --db and "
                     + "--data-dir: it starts a throw-away embedded PostgreSQL");
+        }
+        if (directDb != null && options.db == null) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--direct-db needs --db: it is the "
+                    + "direct route beside a transaction-pooling proxy named by --db");
         }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -80,16 +91,20 @@ final class ServeCommand implements Callable<Integer> {
         }, "pgdurable-serve-stop");
         Runtime.getRuntime().addShutdownHook(hook);
         try (Database db = Database.openForServe(options, ephemeral, out, err)) {
-            PostgresProviderConfig config = PostgresProviderConfig.builder()
+            PostgresProviderConfig.Builder builder = PostgresProviderConfig.builder()
                     .jdbcUrl(db.url())
                     .schema(options.schema)
                     .poolSize(poolSize)
                     .longPolling(true)
-                    .metrics(metrics.providerMetrics())
-                    .build();
+                    .metrics(metrics.providerMetrics());
+            if (directDb != null) {
+                builder.transactionPooler(true).directUrl(directDb);
+            }
+            PostgresProviderConfig config = builder.build();
+            String statusUrl = directDb != null ? directDb : db.url(); // LISTEN cannot go through the pooler
             try (PostgresProvider provider = PostgresProvider.create(config);
                  SidecarServer sidecar = SidecarServer.start(provider, SidecarConfig.defaults(options.schema)
-                         .withHost(host).withPort(port).withStatusJdbcUrl(db.url()));
+                         .withHost(host).withPort(port).withStatusJdbcUrl(statusUrl));
                  MetricsEndpoint endpoint = metrics.serve(provider, out, err)) {
                 out.println("Durable Task sidecar listening on " + host + ":" + sidecar.port() + " (schema "
                         + options.schema + " on " + db.displayUrl() + ", long polling on); stop with Ctrl-C");

@@ -260,6 +260,11 @@ class PgDurableCliTest {
                     + "(see 'pgdurable serve --help')", ephemeral.err().strip());
         }
 
+        Result directAlone = cli("serve", "--direct-db", TestDatabase.url());
+        assertEquals(2, directAlone.code(), directAlone.all());
+        assertEquals("error: --direct-db needs --db: it is the direct route beside a transaction-pooling proxy "
+                + "named by --db (see 'pgdurable serve --help')", directAlone.err().strip());
+
         Result benchOut = cli("bench", "--quick", "--db", TestDatabase.url(), "--out", file.toString());
         assertEquals(2, benchOut.code(), benchOut.all());
         assertEquals("error: --out must name a folder, and " + file + " is a file (see 'pgdurable bench --help')",

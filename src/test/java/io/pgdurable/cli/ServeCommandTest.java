@@ -16,6 +16,7 @@ import com.microsoft.durabletask.TaskOrchestrationFactory;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.postgres.pgbouncer.PgBouncer;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;
@@ -30,13 +31,25 @@ class ServeCommandTest {
 
     @Test
     void serveRunsAnOrchestrationAndStopsWhenInterrupted() throws Exception {
+        runsAnOrchestrationAndStops("--db", TestDatabase.url());
+    }
+
+    /** Behind PgBouncer in transaction mode: the pool through it, migrations and LISTENs direct (issue 13). */
+    @Test
+    void serveRunsThroughPgBouncerWithADirectUrl() throws Exception {
+        runsAnOrchestrationAndStops("--db", PgBouncer.url(), "--direct-db", TestDatabase.url());
+    }
+
+    private static void runsAnOrchestrationAndStops(String... database) throws Exception {
         String schema = TestDatabase.newSchemaName("dt_serve");
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         CompletableFuture<Integer> exit = new CompletableFuture<>();
+        String[] args = java.util.stream.Stream.concat(java.util.stream.Stream.of("serve"),
+                java.util.stream.Stream.concat(java.util.Arrays.stream(database),
+                        java.util.stream.Stream.of("--schema", schema, "--port", "0"))).toArray(String[]::new);
         Thread serve = new Thread(() -> exit.complete(PgDurableCli.run(new PrintWriter(out, true),
-                new PrintWriter(err, true), "serve", "--db", TestDatabase.url(), "--schema", schema, "--port", "0")),
-                "serve-under-test");
+                new PrintWriter(err, true), args)), "serve-under-test");
         serve.start();
         ManagedChannel workerChannel = null;
         ManagedChannel clientChannel = null;
