@@ -65,6 +65,9 @@ public final class SidecarServer implements AutoCloseable {
         LOG.info("Durable Task sidecar listening on {}:{} (task hub schema {}, {})", config.host(), server.getPort(),
                 config.schema(), config.tls() == null ? "plaintext" : config.tls());
         plaintextExposure(config).ifPresent(LOG::warn);
+        if (config.tls() != null) {
+            config.tls().validityProblem(clock.instant()).ifPresent(LOG::warn);
+        }
         return new SidecarServer(server, dispatcher, watch);
     }
 
@@ -81,8 +84,7 @@ public final class SidecarServer implements AutoCloseable {
                 return Optional.empty();
             }
         } catch (UnknownHostException e) {
-            // binding it failed before this is asked; say nothing more
-            return Optional.empty();
+            return Optional.empty(); // start() has bound it, so it resolves; no warning rather than a wrong one
         }
         return Optional.of("the Durable Task sidecar on " + config.host() + " is reachable beyond this machine "
                 + "without TLS: anyone who reaches it can start, read and end orchestrations; give it a certificate "

@@ -18,10 +18,12 @@ import java.security.cert.CertificateException;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
 import java.security.spec.PKCS8EncodedKeySpec;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.net.ssl.KeyManagerFactory;
@@ -132,6 +134,24 @@ public final class SidecarTls {
     /** The sidecar's own certificate (the first of the chain). */
     public X509Certificate certificate() {
         return certificateChain.get(0);
+    }
+
+    /**
+     * Why clients will refuse the sidecar's certificate at {@code now} (expired, not yet valid), if they will. A
+     * warning rather than an error: a clock that is off is worth hearing about, not worth refusing to start.
+     */
+    public Optional<String> validityProblem(Instant now) {
+        X509Certificate own = certificate();
+        String name = own.getSubjectX500Principal().getName();
+        if (now.isAfter(own.getNotAfter().toInstant())) {
+            return Optional.of("the sidecar's TLS certificate " + name + " expired at " + own.getNotAfter().toInstant()
+                    + "; clients will refuse it");
+        }
+        if (now.isBefore(own.getNotBefore().toInstant())) {
+            return Optional.of("the sidecar's TLS certificate " + name + " is valid only from "
+                    + own.getNotBefore().toInstant() + "; clients will refuse it until then (is this clock right?)");
+        }
+        return Optional.empty();
     }
 
     /** gRPC's server credentials for this material; client certificates required when {@link #mutual()}. */

@@ -24,6 +24,7 @@ import io.pgdurable.postgres.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -143,6 +144,16 @@ class SidecarTlsTest {
         assertTrue(tls.mutual());
         assertEquals("CN=localhost", tls.certificate().getSubjectX500Principal().getName());
         assertFalse(SidecarTls.fromPemFiles(certs.serverChain, certs.serverKey, null).mutual());
+
+        java.security.cert.X509Certificate own = tls.certificate();
+        Instant notAfter = own.getNotAfter().toInstant();
+        Instant notBefore = own.getNotBefore().toInstant();
+        assertEquals(Optional.empty(), tls.validityProblem(notAfter));
+        assertEquals(Optional.empty(), tls.validityProblem(notBefore));
+        assertEquals(Optional.of("the sidecar's TLS certificate CN=localhost expired at " + notAfter + "; clients "
+                + "will refuse it"), tls.validityProblem(notAfter.plusSeconds(1)));
+        assertTrue(tls.validityProblem(notBefore.minusSeconds(1)).orElseThrow().contains("valid only from "
+                + notBefore), "not yet valid");
 
         IllegalArgumentException wrongKey = assertThrows(IllegalArgumentException.class,
                 () -> SidecarTls.fromPemFiles(certs.serverChain, certs.clientKey, null));
