@@ -17,7 +17,8 @@ import java.util.UUID;
 public final class Bench {
     /** Every scenario, in run order. */
     public static final List<String> SCENARIOS = List.of("idle", "wake", "timer", "lease", "wakes-per-item",
-            "burst-quiet", "throughput", "drain", "fanout", "notify-overhead", "sql-wake", "sidecar");
+            "burst-quiet", "throughput", "drain", "fanout", "notify-overhead", "sql-wake", "sidecar",
+            "metrics-overhead");
 
     /**
      * What to run.
@@ -68,6 +69,7 @@ public final class Bench {
             case "notify-overhead": return new NotifyOverheadScenario();
             case "sql-wake": return new SqlWakeScenario();
             case "sidecar": return new SidecarScenario();
+            case "metrics-overhead": return new MetricsOverheadScenario();
             default: throw new IllegalArgumentException("unknown scenario " + name);
         }
     }

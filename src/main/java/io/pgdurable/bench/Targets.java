@@ -91,6 +91,9 @@ final class Targets {
         t.add(Target.atMost("sql-wake-p99", "sql-wake",
                 "plain-SQL writer (SQL API) wakes a parked worker fetch: p99 ≤ 5 ms after its commit",
                 "worker.p99", 5, "ms"));
+        t.add(Target.atLeast("metrics-overhead", "metrics-overhead",
+                "metrics: single-item throughput with the metrics binder ≥ 0.98 × without it (cost ≤ 2 %, issue 13)",
+                "itemsPerSecond", 0.98, "× (with ÷ without)").ofRatio());
         return t;
     }
 

@@ -3,6 +3,7 @@ package io.pgdurable.cli;
 import io.pgdurable.durabletask.SidecarConfig;
 import io.pgdurable.durabletask.SidecarServer;
 import io.pgdurable.durabletask.SidecarTls;
+import io.pgdurable.metrics.MetricsEndpoint;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ProviderException;
@@ -37,6 +38,9 @@ final class ServeCommand implements Callable<Integer> {
     @Mixin
     DatabaseOptions options;
 
+    @Mixin
+    MetricsOptions metrics;
+
     @Option(names = "--port", paramLabel = "PORT", defaultValue = "4001",
             description = "gRPC port (default: ${DEFAULT-VALUE}, the Durable Task SDK's default; 0 picks a free one).")
     int port;
@@ -60,6 +64,7 @@ final class ServeCommand implements Callable<Integer> {
     boolean ephemeral;
 
     @Override
+    @SuppressWarnings("try") // the metrics endpoint is only closed, never read, inside its try
     public Integer call() {
         options.validate(spec);
         if (ephemeral && (options.db != null || options.dataDir != null)) {
@@ -86,10 +91,12 @@ final class ServeCommand implements Callable<Integer> {
                     .schema(options.schema)
                     .poolSize(poolSize)
                     .longPolling(true)
+                    .metrics(metrics.providerMetrics())
                     .build();
             try (PostgresProvider provider = PostgresProvider.create(config);
                  SidecarServer sidecar = SidecarServer.start(provider, SidecarConfig.defaults(options.schema)
-                         .withHost(host).withPort(port).withStatusJdbcUrl(db.url()).withTls(tls))) {
+                         .withHost(host).withPort(port).withStatusJdbcUrl(db.url()).withTls(tls));
+                 MetricsEndpoint endpoint = metrics.serve(provider, out, err)) {
                 if (tls != null) {
                     out.println("Serving " + tls);
                 }

@@ -245,6 +245,7 @@ public final class Announcer implements AutoCloseable {
                 oldestPendingNanos = System.nanoTime();
             }
             long soon = nowMs + 2 * LINGER_MS;
+            int queued = 0;
             for (Hint h : hints) {
                 if (h.count() == 0 && h.atMs() > nowMs) {
                     int q = h.queue().ordinal();
@@ -254,6 +255,7 @@ public final class Announcer implements AutoCloseable {
                     leaseEndTold[q] = h.atMs();
                 }
                 urgent |= h.atMs() <= soon;
+                queued++;
                 Hint key = mergeKey(h, h.atMs());
                 if (pending.size() < MAX_PENDING || pending.containsKey(key)) {
                     pending.merge(key, new Hint(h.queue(), h.atMs(), h.count(), h.untagged(), h.tags(), h.sessions(),
@@ -267,6 +269,19 @@ public final class Announcer implements AutoCloseable {
             if (wasEmpty || (urgent && !wasUrgent) || (overflowed && !wasOverflowed)) {
                 pendingOrClosed.signal();
             }
+            if (queued > 0) {
+                signals.announcementsQueued(queued);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Hints waiting for the sending thread right now (merged ones count once), for a backlog gauge. */
+    public int pending() {
+        lock.lock();
+        try {
+            return pending.size();
         } finally {
             lock.unlock();
         }
@@ -347,6 +362,7 @@ public final class Announcer implements AutoCloseable {
                     backoffMs = 0;
                     succeeded();
                 } catch (Exception e) {
+                    signals.announceFailed(batch.size());
                     failed(e);
                     if (last) {
                         return;

@@ -37,6 +37,20 @@ public interface LongPollSignals {
     /** A parked fetch was woken (queue "orchestrator" or "worker"). */
     default void waiterWoken(String queue) {}
 
+    /**
+     * A parked fetch was woken, and by what. The provider calls this one; by default it reports to
+     * {@link #waiterWoken(String)}, so observers written before sources existed keep counting.
+     */
+    default void waiterWoken(QueueKind queue, WakeSource source) {
+        waiterWoken(queue.label());
+    }
+
+    /** A woken fetch claimed and found nothing (the item went to another fetch, or the hint was stale). */
+    default void uselessWake(QueueKind queue) {}
+
+    /** A long-polled fetch was refused: {@code maxParkedWaiters} fetches were already parked. */
+    default void capacityRefused(QueueKind queue) {}
+
     /** A fetch parked without its first claim: nothing was announced since the same claim found nothing. */
     default void claimSkipped(String queue) {}
 
@@ -48,4 +62,24 @@ public interface LongPollSignals {
      * was idle); they reach other processes if and when that write commits.
      */
     default void announcedInline(int payloads) {}
+
+    /** {@code hints} hints were queued for the announcer's thread to send to other processes. */
+    default void announcementsQueued(int hints) {}
+
+    /** A notifying transaction of {@code payloads} announcements failed; the same batch is retried after a backoff. */
+    default void announceFailed(int payloads) {}
+
+    /**
+     * Both observers, each told every moment ({@code first} before {@code second}); {@link #NONE} on either side
+     * gives the other one itself, so an unobserved provider pays no extra call.
+     */
+    static LongPollSignals both(LongPollSignals first, LongPollSignals second) {
+        if (first == null || first == NONE) {
+            return second == null ? NONE : second;
+        }
+        if (second == null || second == NONE) {
+            return first;
+        }
+        return new SignalsPair(first, second);
+    }
 }

@@ -122,6 +122,11 @@ public final class LongPoller implements AutoCloseable {
         return registry.size();
     }
 
+    /** Fetches currently registered on {@code queue} (parked or claiming). */
+    public int waiting(QueueKind queue) {
+        return registry.size(queue);
+    }
+
     /**
      * Runs {@code claim} until it returns work or {@code pollTimeout} ends, parking between attempts. The timeout
      * bounds only the waiting: a claim in flight always completes and its result is returned.
@@ -170,7 +175,7 @@ public final class LongPoller implements AutoCloseable {
                 first = false;
                 if (result.isPresent()) {
                     if (wokenBy != null && wokenBy.openEnded() && wokenBy.hops() == 0) {
-                        registry.wake(wokenBy.chained(), waiter); // let another waiter help drain a burst
+                        registry.wake(wokenBy.chained(), waiter, WakeSource.HANDOFF); // help drain a burst
                     }
                     return result;
                 }
@@ -178,8 +183,9 @@ public final class LongPoller implements AutoCloseable {
                     if (wokenBy.hops() == 0) {
                         // Maybe it was meant for another filter; or (either queue) another fetch, woken for a later
                         // item, took this wake's item first and that later item is still unclaimed: pass it on once.
-                        registry.wake(wokenBy.passedOn(), waiter);
+                        registry.wake(wokenBy.passedOn(), waiter, WakeSource.HANDOFF);
                     }
+                    signals.uselessWake(queue);
                     unsuccessfulWakes++;
                     lastUnsuccessfulWake = System.nanoTime();
                 }
@@ -198,7 +204,7 @@ public final class LongPoller implements AutoCloseable {
                 if (unsuccessfulWakes >= 2 && !coalesce(lastUnsuccessfulWake, deadline)) {
                     // Out of time (or interrupted, or closing) before the claim this wake asked for: the wake was
                     // never used, so it goes to another waiter instead of ending with this fetch.
-                    registry.wake(hint, waiter);
+                    registry.wake(hint, waiter, WakeSource.HANDOFF);
                     return Optional.empty();
                 }
             }
@@ -258,10 +264,10 @@ public final class LongPoller implements AutoCloseable {
             return;
         }
         if (hint.count() > 0 && hint.atMs() <= nowMs) {
-            registry.wake(hint, null);
+            registry.wake(hint, null, WakeSource.ANNOUNCEMENT);
             return;
         }
-        route(hint);
+        route(hint, WakeSource.ANNOUNCEMENT);
     }
 
     /** Notifications carrying this origin were already offered locally. */
@@ -276,14 +282,17 @@ public final class LongPoller implements AutoCloseable {
         }
         Hint hint = Hint.parse(payload);
         if (hint != null) {
-            route(hint);
+            route(hint, WakeSource.NOTIFICATION);
         }
     }
 
-    /** Wakes for what is claimable now; tracks the rest, and lease ends even when due (see {@link #fireDue}). */
-    private void route(Hint hint) {
+    /**
+     * Wakes for what is claimable now ({@code source}: where the hint came from); tracks the rest, and lease ends
+     * even when due (see {@link #fireDue}): when those fire, their wakes count as deadlines.
+     */
+    private void route(Hint hint, WakeSource source) {
         if (hint.count() > 0 && hint.atMs() <= clock.millis()) {
-            registry.wake(hint, null);
+            registry.wake(hint, null, source);
             return;
         }
         boolean earliest;
@@ -356,7 +365,7 @@ public final class LongPoller implements AutoCloseable {
             deadlineLock.unlock();
         }
         for (Hint h : wake) {
-            registry.wake(h, null);
+            registry.wake(h, null, WakeSource.DEADLINE);
         }
         if (next != Long.MAX_VALUE) {
             arm(next);
@@ -397,7 +406,8 @@ public final class LongPoller implements AutoCloseable {
                 try {
                     List<Hint> hints = scanner.probe(clock.millis());
                     signals.fallbackPoll();
-                    hints.forEach(h -> route(h.queue() == QueueKind.ORCHESTRATOR ? toEveryIdle(h) : h));
+                    hints.forEach(h -> route(h.queue() == QueueKind.ORCHESTRATOR ? toEveryIdle(h) : h,
+                            WakeSource.PROBE));
                 } catch (RuntimeException e) {
                     LOG.debug("pgdurable: fallback probe failed", e);
                 } finally {
@@ -500,7 +510,7 @@ public final class LongPoller implements AutoCloseable {
                 if (hints == null) {
                     // Nothing verified them (the probe found nothing, or failed: it cannot tell): the lease ends wake
                     // as they did before verification existed.
-                    verifying.values().forEach(h -> registry.wake(h, null));
+                    verifying.values().forEach(h -> registry.wake(h, null, WakeSource.DEADLINE));
                     retryScanLater();
                     continue;
                 }
@@ -533,10 +543,10 @@ public final class LongPoller implements AutoCloseable {
         for (Hint h : claimable) {
             Hint due = verifying.get(h.queue());
             if (due != null && h.count() >= Hint.SCAN_CAP) {
-                registry.wake(due, null);
+                registry.wake(due, null, WakeSource.DEADLINE);
             }
         }
-        claimable.forEach(this::route);
+        claimable.forEach(h -> route(h, WakeSource.PROBE));
         return !claimable.isEmpty();
     }
 
@@ -555,7 +565,7 @@ public final class LongPoller implements AutoCloseable {
         } finally {
             deadlineLock.unlock();
         }
-        hints.forEach(this::route);
+        hints.forEach(h -> route(h, WakeSource.SCAN));
         boolean rescan;
         deadlineLock.lock();
         try {

@@ -44,6 +44,7 @@ final class WaiterRegistry {
                 return null;
             }
             if (size.get() >= maxWaiters) {
+                signals.capacityRefused(queue);
                 throw new CapacityExceededException(operation, "already " + size.get() + " fetches are parked, the "
                         + "configured maximum (maxParkedWaiters); retry later or raise the limit");
             }
@@ -68,7 +69,7 @@ final class WaiterRegistry {
         }
         Hint unused = w.takeUnused();
         if (unused != null) {
-            wake(unused, w);
+            wake(unused, w, WakeSource.HANDOFF);
         }
     }
 
@@ -76,7 +77,7 @@ final class WaiterRegistry {
      * Wakes up to {@code hint.wakes()} parked waiters of the hint's queue whose route accepts it, oldest first,
      * skipping {@code except}. Returns how many were woken.
      */
-    int wake(Hint hint, Waiter except) {
+    int wake(Hint hint, Waiter except, WakeSource source) {
         epochs.incrementAndGet(hint.queue().ordinal());
         int budget = hint.wakes();
         int n = 0;
@@ -94,7 +95,7 @@ final class WaiterRegistry {
             lock.unlock();
         }
         for (int i = 0; i < n; i++) {
-            signals.waiterWoken(hint.queue().label());
+            signals.waiterWoken(hint.queue(), source);
         }
         woken.addAndGet(n);
         return n;
@@ -117,6 +118,16 @@ final class WaiterRegistry {
 
     int size() {
         return size.get();
+    }
+
+    /** Fetches registered on {@code queue} right now (a gauge's read: takes the lock). */
+    int size(QueueKind queue) {
+        lock.lock();
+        try {
+            return waiters.get(queue).size();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** The queue's epoch: moves with every hint routed to it. */

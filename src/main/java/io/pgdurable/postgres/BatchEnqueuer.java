@@ -219,7 +219,9 @@ final class BatchEnqueuer {
             int to = chunks.get(k)[1];
             long pause = 50;
             while (true) {
+                long started = db.startTimer();
                 ChunkFailure failure = storeChunk(op, writer, from, to);
+                db.ended(op, started, failure == null ? null : failure.error());
                 if (failure == null) {
                     break;
                 }

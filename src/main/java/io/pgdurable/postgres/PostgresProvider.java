@@ -5,6 +5,7 @@ import static io.pgdurable.postgres.SqlRunner.singleInt;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.metrics.MetricsTrackerFactory;
 import io.pgdurable.internal.Json;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.CustomStatus;
@@ -35,11 +36,13 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import io.pgdurable.longpoll.Announcer;
 import io.pgdurable.longpoll.Hint;
+import io.pgdurable.longpoll.LongPollSignals;
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.NotificationListener;
 import io.pgdurable.longpoll.NotifyChannel;
@@ -49,6 +52,7 @@ import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.longpoll.Route;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
+import org.postgresql.PGConnection;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -88,6 +92,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final TurnsInProgress turns = new TurnsInProgress();
     /** Acks in one call per list ({@link #ackWorkItems}) and, with {@code ackBatchSize} above 1, grouped single acks. */
     private final BatchAcker acker;
+    private final ProviderMetrics.Observer observer;
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
@@ -96,16 +101,31 @@ public final class PostgresProvider implements OrchestrationProvider {
         String origin = Announcer.newOrigin();
         this.sql = new Statements(config.schema(), origin, config.transactionalNotify(), config.asyncClaimCommit());
         this.admin = new PostgresAdmin(this, sql, clock);
+        this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
         DataSource dataSource;
         if (config.dataSource() != null) {
             dataSource = config.dataSource();
             this.ownedPool = null;
+            if (config.transactionPooler()) {
+                checkNoServerPrepares(dataSource);
+            }
         } else {
-            this.ownedPool = new RenewingPool(() -> openPool(config), probeSource(config),
-                    Math.max(250, config.connectionTimeout().toMillis()));
+            MetricsTrackerFactory poolMetrics = observer.poolMetrics();
+            RenewingPool pool;
+            try {
+                pool = new RenewingPool(() -> withMetrics(openPool(config), poolMetrics), probeSource(config),
+                        Math.max(250, config.connectionTimeout().toMillis()));
+            } catch (RuntimeException e) {
+                observer.closed();
+                throw e;
+            }
+            this.ownedPool = pool;
             dataSource = ownedPool;
         }
-        this.db = new SqlRunner(dataSource);
+        this.db = new SqlRunner(dataSource, observer);
+        // Observer.NONE is not LongPollSignals.NONE: without metrics the configured signals go on alone.
+        LongPollSignals signals = observer == ProviderMetrics.Observer.NONE ? config.longPollSignals()
+                : LongPollSignals.both(config.longPollSignals(), observer);
         LongPoller poller = null;
         Announcer announcing = null;
         try {
@@ -138,7 +158,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
                         config.heartbeatInterval(), config.maxTrackedDeadlines()), clock,
                         new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()), listener(config),
-                        channel, config.longPollSignals());
+                        channel, signals);
                 poller.start();
             }
             // With transactionalNotify the schema's triggers tell other processes from inside each transaction.
@@ -147,7 +167,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             announcing = new Announcer(origin, poller, sender,
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
                     SchemaMigrator.ACTIVATION_RECHECK,
-                    channel, config.longPollSignals(), clock, config.inlineNotifyWhenIdle());
+                    channel, signals, clock, config.inlineNotifyWhenIdle());
         } catch (RuntimeException e) {
             if (announcing != null) {
                 announcing.close();
@@ -159,6 +179,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             if (ownedPool != null) {
                 ownedPool.close();
             }
+            observer.closed();
             throw e;
         }
         this.longPoller = poller;
@@ -172,6 +193,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
                 config.connectionTimeout(), announcer::announce);
         this.acker.start();
+        observer.started(this);
     }
 
     /**
@@ -186,6 +208,17 @@ public final class PostgresProvider implements OrchestrationProvider {
             ps.setArray(2, c.createArrayOf("text", announcements.toArray()));
             ps.execute();
         }
+    }
+
+    /**
+     * A pool (the first or a renewed one) reporting to the metrics' tracker, when there is one: a running HikariCP
+     * pool takes its tracker once.
+     */
+    private static HikariDataSource withMetrics(HikariDataSource pool, MetricsTrackerFactory poolMetrics) {
+        if (poolMetrics != null) {
+            pool.setMetricsTrackerFactory(poolMetrics);
+        }
+        return pool;
     }
 
     private static NotificationListener listener(PostgresProviderConfig config) {
@@ -216,23 +249,35 @@ public final class PostgresProvider implements OrchestrationProvider {
     /**
      * Migrations hold one connection for the advisory lock while Flyway works on others, so they do not borrow from
      * the provider's pool (a pool of one would deadlock); with a URL they open short-lived connections of their own.
+     * The lock is a session lock and Flyway sets {@code search_path}, so behind a transaction pooler they must reach
+     * the server directly: {@code directUrl}, whenever it is set.
      */
     private static DataSource migrationSource(PostgresProviderConfig config) {
+        if (config.directUrl() != null) {
+            PGSimpleDataSource direct = new PGSimpleDataSource();
+            direct.setURL(withCredentials(config.directUrl(), config.username(), config.password()));
+            direct.setApplicationName("pgdurable-migrate");
+            return direct;
+        }
         if (config.dataSource() != null) {
             return config.dataSource();
         }
-        return directSource(config, "pgdurable-migrate");
+        return unpooledSource(config, "pgdurable-migrate");
     }
 
-    /** The pool's "is the server back?" connection (see {@link RenewingPool}): answers or fails within seconds. */
+    /**
+     * The pool's "is the server back?" connection (see {@link RenewingPool}): it goes where the pool's connections go
+     * ({@code jdbcUrl}, through a pooler if there is one) and answers or fails within seconds.
+     */
     private static DataSource probeSource(PostgresProviderConfig config) {
-        PGSimpleDataSource probe = directSource(config, "pgdurable-probe");
+        PGSimpleDataSource probe = unpooledSource(config, "pgdurable-probe");
         probe.setConnectTimeout(2);
         probe.setLoginTimeout(2);
         return probe;
     }
 
-    private static PGSimpleDataSource directSource(PostgresProviderConfig config, String applicationName) {
+    /** One connection at a time to {@code jdbcUrl}, outside the pool, named {@code applicationName}. */
+    private static PGSimpleDataSource unpooledSource(PostgresProviderConfig config, String applicationName) {
         PGSimpleDataSource direct = new PGSimpleDataSource();
         direct.setURL(config.jdbcUrl());
         if (config.username() != null) {
@@ -243,6 +288,30 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         direct.setApplicationName(applicationName);
         return direct;
+    }
+
+    /**
+     * A DataSource we do not own cannot be reconfigured, so behind a transaction pooler its connections must already
+     * prepare nothing on the server; otherwise the first busy minute fails with "prepared statement S_n already
+     * exists". Only pgjdbc connections can be asked; others are taken on trust (docs/pgbouncer.md).
+     */
+    private static void checkNoServerPrepares(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection()) {
+            if (c.isWrapperFor(PGConnection.class)) {
+                int threshold = c.unwrap(PGConnection.class).getPrepareThreshold();
+                if (threshold != 0) {
+                    throw ProviderException.permanent("connect", "transactionPooler is on, but the DataSource's "
+                            + "connections prepare statements on the server (pgjdbc prepareThreshold=" + threshold
+                            + "); set prepareThreshold=0 on the DataSource (a URL parameter or a data source "
+                            + "property), see docs/pgbouncer.md");
+                }
+            } else {
+                LOG.info("pgdurable: transactionPooler is on and the DataSource's connections are not pgjdbc's; "
+                        + "make sure they prepare no statement on the server (docs/pgbouncer.md)");
+            }
+        } catch (SQLException e) {
+            throw SqlErrors.translate("connect", e);
+        }
     }
 
     /**
@@ -266,6 +335,14 @@ public final class PostgresProvider implements OrchestrationProvider {
         hc.setConnectionTimeout(Math.max(250, config.connectionTimeout().toMillis()));
         hc.setAutoCommit(true);
         hc.addDataSourceProperty("ApplicationName", "pgdurable");
+        if (config.transactionPooler()) {
+            // A named server-side statement lives in the server session, which a transaction pooler hands to other
+            // clients after every transaction: unnamed statements only. Assuming a 9.0+ server puts
+            // extra_float_digits and application_name in the startup packet instead of session SETs that would stay
+            // behind on whichever server connection ran them.
+            hc.addDataSourceProperty("prepareThreshold", "0");
+            hc.addDataSourceProperty("assumeMinServerVersion", "9.0");
+        }
         try {
             return new HikariDataSource(hc);
         } catch (RuntimeException e) {
@@ -964,6 +1041,31 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (ownedPool != null) {
             ownedPool.close();
         }
+        observer.closed();
+    }
+
+    /**
+     * Whether the database answers a trivial query through the pool (within the pool's connection timeout and one
+     * round trip) and, with long polling, whether the listener is up. For health endpoints; never throws.
+     */
+    public ProviderHealth health() {
+        String error = null;
+        try {
+            call("health", c -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.ping)) {
+                    ps.execute();
+                    return null;
+                }
+            });
+        } catch (RuntimeException e) {
+            error = e.getMessage();
+        }
+        return new ProviderHealth(error == null, error, longPoller == null ? null : longPoller.isListening());
+    }
+
+    /** Announcements waiting for the announcer's thread to send them to other processes (a backlog gauge). */
+    public int pendingAnnouncements() {
+        return announcer.pending();
     }
 
     /** The provider's own pool, or null when the application gave a DataSource (tests read its renewals). */

@@ -45,6 +45,8 @@ public final class PostgresProviderConfig {
     private final boolean inlineNotifyWhenIdle;
     private final boolean asyncClaimCommit;
     private final String listenerUrl;
+    private final boolean transactionPooler;
+    private final String directUrl;
     private final ListenerDriver listenerDriver;
     private final Duration fallbackPollInterval;
     private final Duration wakeCoalescing;
@@ -54,6 +56,7 @@ public final class PostgresProviderConfig {
     private final Duration heartbeatInterval;
     private final int maxTrackedDeadlines;
     private final io.pgdurable.longpoll.LongPollSignals longPollSignals;
+    private final ProviderMetrics metrics;
     private final int ackBatchSize;
     private final Duration ackFlushIdle;
     private final Duration ackDrainTimeout;
@@ -88,6 +91,8 @@ public final class PostgresProviderConfig {
         this.inlineNotifyWhenIdle = b.inlineNotifyWhenIdle;
         this.asyncClaimCommit = b.asyncClaimCommit;
         this.listenerUrl = b.listenerUrl;
+        this.transactionPooler = b.transactionPooler;
+        this.directUrl = b.directUrl;
         this.listenerDriver = b.listenerDriver;
         this.fallbackPollInterval = b.fallbackPollInterval;
         this.wakeCoalescing = b.wakeCoalescing;
@@ -97,6 +102,7 @@ public final class PostgresProviderConfig {
         this.heartbeatInterval = b.heartbeatInterval;
         this.maxTrackedDeadlines = b.maxTrackedDeadlines;
         this.longPollSignals = b.longPollSignals;
+        this.metrics = b.metrics;
         this.ackBatchSize = b.ackBatchSize;
         this.ackFlushIdle = b.ackFlushIdle;
         this.ackDrainTimeout = b.ackDrainTimeout;
@@ -130,6 +136,8 @@ public final class PostgresProviderConfig {
         b.inlineNotifyWhenIdle = inlineNotifyWhenIdle;
         b.asyncClaimCommit = asyncClaimCommit;
         b.listenerUrl = listenerUrl;
+        b.transactionPooler = transactionPooler;
+        b.directUrl = directUrl;
         b.listenerDriver = listenerDriver;
         b.fallbackPollInterval = fallbackPollInterval;
         b.wakeCoalescing = wakeCoalescing;
@@ -139,6 +147,7 @@ public final class PostgresProviderConfig {
         b.heartbeatInterval = heartbeatInterval;
         b.maxTrackedDeadlines = maxTrackedDeadlines;
         b.longPollSignals = longPollSignals;
+        b.metrics = metrics;
         b.ackBatchSize = ackBatchSize;
         b.ackFlushIdle = ackFlushIdle;
         b.ackDrainTimeout = ackDrainTimeout;
@@ -216,9 +225,22 @@ public final class PostgresProviderConfig {
         return asyncClaimCommit;
     }
 
-    /** The URL of the listener's direct connection: {@code listenerUrl} when set, else {@code jdbcUrl}. */
+    /**
+     * The URL of the listener's direct connection: {@code listenerUrl} when set, else {@code directUrl}, else
+     * {@code jdbcUrl}.
+     */
     public String effectiveListenerUrl() {
-        return listenerUrl != null ? listenerUrl : jdbcUrl;
+        return listenerUrl != null ? listenerUrl : directUrl != null ? directUrl : jdbcUrl;
+    }
+
+    /** Whether the pool's connections go through a transaction-pooling proxy (see the builder). */
+    public boolean transactionPooler() {
+        return transactionPooler;
+    }
+
+    /** The URL of the connections that need a server session of their own (migrations, the listener), or null. */
+    public String directUrl() {
+        return directUrl;
     }
 
     public ListenerDriver listenerDriver() {
@@ -255,6 +277,11 @@ public final class PostgresProviderConfig {
 
     public io.pgdurable.longpoll.LongPollSignals longPollSignals() {
         return longPollSignals;
+    }
+
+    /** Where the provider reports its metrics ({@link ProviderMetrics#NONE} by default). */
+    public ProviderMetrics metrics() {
+        return metrics;
     }
 
     /** Terminal acks per batched flush; 1 (the default) acks each item in its own call, as without batching. */
@@ -302,6 +329,8 @@ public final class PostgresProviderConfig {
                 + (transactionalNotify ? ", transactionalNotify=true" : "")
                 + (inlineNotifyWhenIdle ? "" : ", inlineNotifyWhenIdle=false")
                 + (asyncClaimCommit ? "" : ", asyncClaimCommit=false")
+                + (transactionPooler ? ", transactionPooler=true" : "")
+                + (directUrl != null ? ", directUrl=" + redactUrl(directUrl) : "")
                 + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
                         + redactUrl(listenerUrl) : "") : "") + "}";
     }
@@ -341,6 +370,8 @@ public final class PostgresProviderConfig {
         private boolean inlineNotifyWhenIdle = true;
         private boolean asyncClaimCommit = true;
         private String listenerUrl;
+        private boolean transactionPooler;
+        private String directUrl;
         private ListenerDriver listenerDriver = ListenerDriver.PGJDBC_NG;
         private Duration fallbackPollInterval = Duration.ofSeconds(1);
         private Duration wakeCoalescing = Duration.ofMillis(100);
@@ -350,6 +381,7 @@ public final class PostgresProviderConfig {
         private Duration heartbeatInterval = Duration.ofSeconds(1);
         private int maxTrackedDeadlines = 1024;
         private io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
+        private ProviderMetrics metrics = ProviderMetrics.NONE;
         private int ackBatchSize = 1;
         private Duration ackFlushIdle = Duration.ofMillis(2);
         private Duration ackDrainTimeout = Duration.ofSeconds(2);
@@ -432,6 +464,15 @@ public final class PostgresProviderConfig {
         }
 
         /**
+         * Metrics and gauges for operators, e.g. {@code new io.pgdurable.metrics.PgDurableMetrics(meterRegistry)}
+         * (Micrometer, an optional dependency; docs/operations.md lists the meters). Default: none, at no cost.
+         */
+        public Builder metrics(ProviderMetrics metrics) {
+            this.metrics = metrics;
+            return this;
+        }
+
+        /**
          * Opt-in LISTEN/NOTIFY long polling: fetches with a poll timeout park until work is claimable. Holds one
          * extra connection (the listener) outside the pool, which must have at least two connections.
          */
@@ -482,11 +523,40 @@ public final class PostgresProviderConfig {
         }
 
         /**
-         * A direct connection URL for the listener, for deployments whose pool goes through a transaction-pooling
-         * proxy (which cannot carry LISTEN). Required with long polling when the provider gets a DataSource.
+         * A direct connection URL for the listener only (default: {@code directUrl}, else {@code jdbcUrl}). LISTEN
+         * needs a server session of its own, which a transaction-pooling proxy does not keep. With long polling and a
+         * DataSource, this or {@code directUrl} is required.
          */
         public Builder listenerUrl(String url) {
             this.listenerUrl = url;
+            return this;
+        }
+
+        /**
+         * Whether the pool's connections go through a transaction-pooling proxy (PgBouncer with
+         * {@code pool_mode = transaction}, or any pooler that may run a connection's consecutive transactions on
+         * different server sessions; default false). On, the owned pool prepares no statement on the server
+         * (pgjdbc {@code prepareThreshold=0}: a named statement would outlive its transaction and collide with, or be
+         * missing on, the next server session), and everything that needs a session of its own — migrations and
+         * schema checks (a session advisory lock, Flyway's {@code search_path}) and the long-poll listener
+         * ({@code LISTEN}) — connects through {@code directUrl}, which is then required. A {@code DataSource} you
+         * own cannot be changed: it must already have {@code prepareThreshold=0}, and the provider refuses to start
+         * when its connections say otherwise. Nothing is detected automatically; see docs/pgbouncer.md.
+         */
+        public Builder transactionPooler(boolean enabled) {
+            this.transactionPooler = enabled;
+            return this;
+        }
+
+        /**
+         * A URL that reaches PostgreSQL without the transaction pooler (or through a session-mode pooler), for the
+         * connections that need a server session of their own: migrations, schema checks and activation at start,
+         * and the long-poll listener unless {@code listenerUrl} is set. Required with {@code transactionPooler};
+         * when set without it, those connections use it too. Credentials set with {@code username}/{@code password}
+         * apply unless the URL carries its own.
+         */
+        public Builder directUrl(String url) {
+            this.directUrl = url;
             return this;
         }
 
@@ -614,6 +684,14 @@ public final class PostgresProviderConfig {
                         + redactUrl(jdbcUrl) + "'");
             }
             checkParses("jdbcUrl", jdbcUrl);
+            if (directUrl != null && !directUrl.startsWith("jdbc:postgresql:")) {
+                throw new IllegalArgumentException("directUrl must start with 'jdbc:postgresql:', was '"
+                        + redactUrl(directUrl) + "'");
+            }
+            checkParses("directUrl", directUrl);
+            if (transactionPooler) {
+                checkTransactionPooler();
+            }
             Identifiers.checkSchemaName(schema);
             if (poolSize < 1 || poolSize > 1000) {
                 throw new IllegalArgumentException("poolSize must be in 1..1000, was " + poolSize);
@@ -623,14 +701,15 @@ public final class PostgresProviderConfig {
             positive("migrationLockBudget", migrationLockBudget);
             Objects.requireNonNull(migrationPolicy, "migrationPolicy");
             Objects.requireNonNull(clock, "clock");
+            Objects.requireNonNull(metrics, "metrics");
             if (longPolling) {
                 if (dataSource == null && poolSize < 2) {
                     throw new IllegalArgumentException("long polling needs a pool of at least two connections "
                             + "(poolSize was " + poolSize + "): a parked fetch's retry and the scans share it");
                 }
-                if (dataSource != null && listenerUrl == null) {
-                    throw new IllegalArgumentException("long polling with a DataSource needs listenerUrl: the "
-                            + "listener opens its own direct connection");
+                if (dataSource != null && listenerUrl == null && directUrl == null) {
+                    throw new IllegalArgumentException("long polling with a DataSource needs listenerUrl (or "
+                            + "directUrl): the listener opens its own direct connection");
                 }
                 if (listenerUrl != null && !listenerUrl.startsWith("jdbc:postgresql:")) {
                     throw new IllegalArgumentException("listenerUrl must start with 'jdbc:postgresql:', was '"
@@ -663,6 +742,34 @@ public final class PostgresProviderConfig {
             bounded("enqueueRetryBudget", enqueueRetryBudget, MAX_BATCH_WAIT);
             inRange("fetchBatchMaxBytes", fetchBatchMaxBytes, 1024, MAX_BATCH_BYTES);
             return new PostgresProviderConfig(this);
+        }
+
+        /**
+         * What a transaction pooler needs: a direct URL for the session users, distinct from the pool's URL, and a
+         * pool URL that does not ask for server-side prepared statements itself (the URL's parameters would win over
+         * the provider's {@code prepareThreshold=0}).
+         */
+        private void checkTransactionPooler() {
+            if (directUrl == null) {
+                throw new IllegalArgumentException("transactionPooler needs directUrl, a URL that reaches PostgreSQL "
+                        + "without the pooler: migrations and schema checks hold a session advisory lock"
+                        + (longPolling ? ", and the long-poll listener's LISTEN (listenerUrl, else directUrl) needs "
+                        + "a session of its own" : "") + "; see docs/pgbouncer.md");
+            }
+            if (jdbcUrl != null && (jdbcUrl.equals(directUrl) || jdbcUrl.equals(listenerUrl))) {
+                throw new IllegalArgumentException((jdbcUrl.equals(directUrl) ? "directUrl" : "listenerUrl")
+                        + " is the same URL as jdbcUrl, which goes through the transaction pooler; point it at "
+                        + "PostgreSQL itself (or at a session-mode pooler)");
+            }
+            if (jdbcUrl != null) {
+                java.util.Properties parsed = org.postgresql.Driver.parseURL(jdbcUrl, null);
+                String threshold = parsed == null ? null : parsed.getProperty("prepareThreshold");
+                if (threshold != null && !threshold.trim().equals("0")) {
+                    throw new IllegalArgumentException("jdbcUrl sets prepareThreshold=" + threshold + ", but with "
+                            + "transactionPooler the pool must not prepare statements on the server: remove the "
+                            + "parameter or set it to 0");
+                }
+            }
         }
 
         private static void inRange(String name, int value, int min, int max) {

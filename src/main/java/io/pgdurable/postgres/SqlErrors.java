@@ -82,6 +82,14 @@ final class SqlErrors {
                 && "history_pkey".equals(p.getServerErrorMessage().getConstraint())) {
             return "duplicate event id: " + detail(p.getServerErrorMessage()) + " [SQLSTATE 23505]";
         }
+        if ((state.equals("42P05") || state.equals("26000") || state.equals("08P01"))
+                && message.contains("prepared statement \"S_")) {
+            // pgjdbc names its server-side statements S_1, S_2...: one that already exists, has vanished or takes
+            // other parameters in this connection's session means the session changed between transactions.
+            return message + " [SQLSTATE " + state + "] (the pool's connections seem to go through a "
+                    + "transaction-pooling proxy such as PgBouncer in transaction mode: set transactionPooler(true) "
+                    + "and directUrl, see docs/pgbouncer.md)";
+        }
         if (state.equals("42883") || state.equals("42P01") || state.equals("3F000")) {
             return message + " [SQLSTATE " + state + "] (is the schema migrated to this library's version?)";
         }

@@ -30,9 +30,18 @@ final class SqlRunner {
 
     private final DataSource dataSource;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final ProviderMetrics.Observer observer;
+    /** False without metrics: then no call reads the clock or looks its operation up. */
+    private final boolean observed;
 
     SqlRunner(DataSource dataSource) {
+        this(dataSource, ProviderMetrics.Observer.NONE);
+    }
+
+    SqlRunner(DataSource dataSource, ProviderMetrics.Observer observer) {
         this.dataSource = dataSource;
+        this.observer = observer;
+        this.observed = observer != ProviderMetrics.Observer.NONE;
     }
 
     DataSource dataSource() {
@@ -61,6 +70,41 @@ final class SqlRunner {
 
     /** {@link #call} without the closed check: the ack flusher drains its buffer while the provider closes. */
     <T> T run(String op, SqlWork<T> work) {
+        if (!observed) {
+            return attempt(op, work);
+        }
+        long start = System.nanoTime();
+        T result;
+        try {
+            result = attempt(op, work);
+        } catch (RuntimeException e) {
+            ended(op, start, e);
+            throw e;
+        }
+        ended(op, start, null);
+        return result;
+    }
+
+    /** When a timed call starts: {@link System#nanoTime()} with metrics, 0 (no clock read) without. */
+    long startTimer() {
+        return observed ? System.nanoTime() : 0;
+    }
+
+    /** Reports a call that started at {@code start} ({@link #startTimer}); {@code failure} null when it succeeded. */
+    void ended(String op, long start, RuntimeException failure) {
+        if (!observed) {
+            return;
+        }
+        ProviderMetrics.Operation timed = ProviderMetrics.Operation.of(op);
+        if (timed != null) {
+            ProviderMetrics.Outcome outcome = failure == null ? ProviderMetrics.Outcome.OK
+                    : failure instanceof ProviderException p && p.retryable() ? ProviderMetrics.Outcome.RETRYABLE
+                    : ProviderMetrics.Outcome.PERMANENT;
+            observer.operationEnded(timed, outcome, System.nanoTime() - start);
+        }
+    }
+
+    private <T> T attempt(String op, SqlWork<T> work) {
         for (int attempt = 1; ; attempt++) {
             try (Connection c = dataSource.getConnection()) {
                 return work.run(c);

@@ -54,6 +54,8 @@ final class Statements {
     final String enqueueOrchestratorItems;
     final String claimableNow;
     final String nextDeadlines;
+    /** The health check's question: does the database answer at all. */
+    final String ping = "SELECT 1";
     /** Every payload of one announcement batch, in one short transaction (the channel is a value, not SQL). */
     final String announce = "SELECT count(pg_notify(?, p)) FROM unnest(?::text[]) AS p";
     /** Both timeouts for the rest of the transaction only (the {@code SET LOCAL} of a scan), in one statement. */

@@ -72,7 +72,7 @@ class LongPollProviderTest {
     @EnumSource(PostgresProviderConfig.ListenerDriver.class)
     void parked_fetch_returns_shortly_after_a_concurrent_enqueue_on_both_queues(
             PostgresProviderConfig.ListenerDriver driver) {
-        try (LongPollHarness h = LongPollHarness.open("lpwake", b -> b.listenerDriver(driver))) {
+        try (LongPollHarness h = open("lpwake", b -> b.listenerDriver(driver))) {
             PostgresProvider p = h.provider;
             h.warmUp();
             long worst = 0;
@@ -121,7 +121,7 @@ class LongPollProviderTest {
         // Nothing but the items' own notifications may deliver them: no fallback, no periodic scan within the test.
         // Commits without waiting for the WAL flush (tests need no durability): the rounds are then bound by the
         // machinery under test, not by fdatasync, and thousands of interleavings fit in the budget.
-        try (LongPollHarness h = LongPollHarness.open("lprandom", b -> b.poolSize(6)
+        try (LongPollHarness h = open("lprandom", b -> b.poolSize(6)
                 .jdbcUrl(asyncCommit(TestDatabase.url())).listenerUrl(TestDatabase.url())
                 .fallbackPollInterval(Duration.ofSeconds(30)).recoveryScanInterval(Duration.ofMinutes(10)))) {
             PostgresProvider p = h.provider;
@@ -266,8 +266,8 @@ class LongPollProviderTest {
      */
     @Test
     void a_wake_held_by_a_fetch_whose_deadline_ends_while_coalescing_goes_to_another_fetch() {
-        try (LongPollHarness h = LongPollHarness.open("lpcoalesce", NO_FALLBACK);
-             LongPollHarness elsewhere = LongPollHarness.onSchema(h.schema, NO_FALLBACK)) {
+        try (LongPollHarness h = open("lpcoalesce", NO_FALLBACK);
+             LongPollHarness elsewhere = onSchema(h.schema, NO_FALLBACK)) {
             PostgresProvider p = h.provider;
             h.warmUp();
             h.startInstance("locked");
@@ -307,7 +307,7 @@ class LongPollProviderTest {
 
     @Test
     void a_delayed_item_is_taken_at_its_visible_at_and_never_before() {
-        try (LongPollHarness h = LongPollHarness.open("lpdelay")) {
+        try (LongPollHarness h = open("lpdelay")) {
             PostgresProvider p = h.provider;
             h.warmUp();
             for (int i = 0; i < 2; i++) {
@@ -352,7 +352,7 @@ class LongPollProviderTest {
 
     @Test
     void a_crashed_lease_holders_item_is_reclaimed_at_lease_expiry() {
-        try (LongPollHarness h = LongPollHarness.open("lplease")) {
+        try (LongPollHarness h = open("lplease")) {
             PostgresProvider p = h.provider;
             h.warmUp();
             Duration lease = Duration.ofMillis(500);
@@ -396,7 +396,7 @@ class LongPollProviderTest {
 
     @Test
     void a_delayed_abandon_is_fetched_after_its_delay_not_before_and_not_at_the_timeout() {
-        try (LongPollHarness h = LongPollHarness.open("lpabandon")) {
+        try (LongPollHarness h = open("lpabandon")) {
             PostgresProvider p = h.provider;
             h.warmUp();
             long delay = 400;
@@ -435,7 +435,7 @@ class LongPollProviderTest {
 
     @Test
     void a_delayed_orchestrator_abandon_does_not_delay_messages_that_arrived_during_the_turn() {
-        try (LongPollHarness h = LongPollHarness.open("lprelease", NO_FALLBACK)) {
+        try (LongPollHarness h = open("lprelease", NO_FALLBACK)) {
             PostgresProvider p = h.provider;
             h.warmUp();
             h.startInstance("held");
@@ -463,7 +463,7 @@ class LongPollProviderTest {
 
     @Test
     void a_session_item_goes_to_another_owner_right_after_the_session_lease_lapses() {
-        try (LongPollHarness h = LongPollHarness.open("lpsession")) {
+        try (LongPollHarness h = open("lpsession")) {
             PostgresProvider p = h.provider;
             h.warmUp();
             SessionFetchConfig ownerA = new SessionFetchConfig("owner-a", Duration.ofMillis(500));
@@ -494,7 +494,7 @@ class LongPollProviderTest {
 
     @Test
     void filtered_consumers_are_not_starved() {
-        try (LongPollHarness h = LongPollHarness.open("lpfilter", NO_FALLBACK)) {
+        try (LongPollHarness h = open("lpfilter", NO_FALLBACK)) {
             PostgresProvider p = h.provider;
             h.warmUp();
             Duration poll = Duration.ofSeconds(20);
@@ -542,7 +542,7 @@ class LongPollProviderTest {
 
     @Test
     void a_session_item_is_not_starved_behind_several_plain_consumers() {
-        try (LongPollHarness h = LongPollHarness.open("lpstarve", NO_FALLBACK)) {
+        try (LongPollHarness h = open("lpstarve", NO_FALLBACK)) {
             PostgresProvider p = h.provider;
             h.warmUp();
             Duration poll = Duration.ofSeconds(20);
@@ -577,7 +577,7 @@ class LongPollProviderTest {
      */
     @Test
     void a_version_filtered_orchestrator_dispatcher_is_not_starved() {
-        try (LongPollHarness h = LongPollHarness.open("lpversion")) {
+        try (LongPollHarness h = open("lpversion")) {
             PostgresProvider p = h.provider;
             h.warmUp();
             p.enqueueForOrchestrator(start("pinned"), null);
@@ -616,7 +616,7 @@ class LongPollProviderTest {
 
     @Test
     void a_zero_poll_timeout_never_waits() {
-        try (LongPollHarness h = LongPollHarness.open("lpzero")) {
+        try (LongPollHarness h = open("lpzero")) {
             PostgresProvider p = h.provider;
             h.warmUp();
             long worst = 0;
@@ -639,7 +639,7 @@ class LongPollProviderTest {
 
     @Test
     void an_unbounded_poll_timeout_parks_like_any_other() {
-        try (LongPollHarness h = LongPollHarness.open("lpforever")) {
+        try (LongPollHarness h = open("lpforever")) {
             PostgresProvider p = h.provider;
             h.warmUp();
             Duration forever = Duration.ofSeconds(Long.MAX_VALUE); // beyond what Duration.toNanos() can express
@@ -662,7 +662,7 @@ class LongPollProviderTest {
 
     @Test
     void the_poll_deadline_bounds_only_the_wait_never_a_claim_in_flight() throws Exception {
-        try (LongPollHarness h = LongPollHarness.open("lpinflight")) {
+        try (LongPollHarness h = open("lpinflight")) {
             PostgresProvider p = h.provider;
             h.warmUp();
             WorkItem.ActivityExecute item = activity("inflight", 1);
@@ -698,7 +698,7 @@ class LongPollProviderTest {
 
     @Test
     void one_item_wakes_at_most_two_of_sixteen_parked_fetches() {
-        try (LongPollHarness h = LongPollHarness.open("lpwakes", b -> b.poolSize(6)
+        try (LongPollHarness h = open("lpwakes", b -> b.poolSize(6)
                 .fallbackPollInterval(Duration.ofSeconds(30)))) {
             PostgresProvider p = h.provider;
             LongPoller poller = h.poller();
@@ -765,8 +765,8 @@ class LongPollProviderTest {
 
     @Test
     void own_writes_wake_local_fetches_once_and_other_providers_by_notify() {
-        try (LongPollHarness h = LongPollHarness.open("lpown", NO_FALLBACK);
-             LongPollHarness other = LongPollHarness.onSchema(h.schema, NO_FALLBACK)) {
+        try (LongPollHarness h = open("lpown", NO_FALLBACK);
+             LongPollHarness other = onSchema(h.schema, NO_FALLBACK)) {
             h.warmUp();
             LongPoller poller = h.poller();
             for (int n = 0; n < 3; n++) {
@@ -799,7 +799,7 @@ class LongPollProviderTest {
 
     @Test
     void a_message_for_an_instance_whose_turn_runs_here_wakes_a_local_fetch_when_the_turn_ends_not_before() {
-        try (LongPollHarness h = LongPollHarness.open("lpheld", NO_FALLBACK)) {
+        try (LongPollHarness h = open("lpheld", NO_FALLBACK)) {
             h.warmUp();
             LongPoller poller = h.poller();
             PostgresProvider p = h.provider;
@@ -849,7 +849,7 @@ class LongPollProviderTest {
 
     @Test
     void a_re_issued_fetch_parks_without_a_claim_until_something_is_announced() {
-        try (LongPollHarness h = LongPollHarness.open("lpskip", NO_FALLBACK)) {
+        try (LongPollHarness h = open("lpskip", NO_FALLBACK)) {
             PostgresProvider p = h.provider;
             h.warmUp();
             Duration shortPoll = Duration.ofMillis(200);
@@ -888,7 +888,7 @@ class LongPollProviderTest {
 
     @Test
     void an_item_nobody_announced_reaches_a_fetch_that_skipped_its_claim_by_the_fallback_probe() throws SQLException {
-        try (LongPollHarness h = LongPollHarness.open("lpskipprobe",
+        try (LongPollHarness h = open("lpskipprobe",
                 b -> b.fallbackPollInterval(Duration.ofMillis(300)))) {
             PostgresProvider p = h.provider;
             h.warmUp();
@@ -918,6 +918,23 @@ class LongPollProviderTest {
     }
 
     // ------------------------------------------------------------------ helpers
+
+    /** How every harness's provider connects, after the test's own settings; a subclass routes its pool elsewhere. */
+    UnaryOperator<PostgresProviderConfig.Builder> route() {
+        return UnaryOperator.identity();
+    }
+
+    private LongPollHarness open(String prefix) {
+        return open(prefix, UnaryOperator.identity());
+    }
+
+    private LongPollHarness open(String prefix, UnaryOperator<PostgresProviderConfig.Builder> customize) {
+        return LongPollHarness.open(prefix, b -> route().apply(customize.apply(b)));
+    }
+
+    private LongPollHarness onSchema(String schema, UnaryOperator<PostgresProviderConfig.Builder> customize) {
+        return LongPollHarness.onSchema(schema, b -> route().apply(customize.apply(b)));
+    }
 
     /** The URL with {@code synchronous_commit=off} for its sessions. */
     static String asyncCommit(String url) {
