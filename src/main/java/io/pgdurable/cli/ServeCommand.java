@@ -2,6 +2,7 @@ package io.pgdurable.cli;
 
 import io.pgdurable.durabletask.SidecarConfig;
 import io.pgdurable.durabletask.SidecarServer;
+import io.pgdurable.durabletask.SidecarTls;
 import io.pgdurable.metrics.MetricsEndpoint;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
@@ -45,9 +46,13 @@ final class ServeCommand implements Callable<Integer> {
     int port;
 
     @Option(names = "--host", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
-            description = "Address to bind (default: ${DEFAULT-VALUE}). The protocol has no authentication: bind "
-                    + "other addresses only on a network you trust.")
+            description = "Address to bind (default: ${DEFAULT-VALUE}). Plaintext, the protocol has no "
+                    + "authentication: beyond loopback use --tls-cert/--tls-key, and --tls-client-ca so that only "
+                    + "clients with a certificate you issued get in.")
     String host;
+
+    @Mixin
+    TlsOptions tlsOptions;
 
     @Option(names = "--pool-size", paramLabel = "N", defaultValue = "12",
             description = "Database connections of the provider (default: ${DEFAULT-VALUE}); each connected worker "
@@ -77,6 +82,7 @@ final class ServeCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--direct-db needs --db: it is the "
                     + "direct route beside a transaction-pooling proxy named by --db");
         }
+        SidecarTls tls = tlsOptions.load(spec);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         CountDownLatch stopRequested = new CountDownLatch(1);
@@ -104,8 +110,11 @@ final class ServeCommand implements Callable<Integer> {
             String statusUrl = directDb != null ? directDb : db.url(); // LISTEN cannot go through the pooler
             try (PostgresProvider provider = PostgresProvider.create(config);
                  SidecarServer sidecar = SidecarServer.start(provider, SidecarConfig.defaults(options.schema)
-                         .withHost(host).withPort(port).withStatusJdbcUrl(statusUrl));
+                         .withHost(host).withPort(port).withStatusJdbcUrl(statusUrl).withTls(tls));
                  MetricsEndpoint endpoint = metrics.serve(provider, out, err)) {
+                if (tls != null) {
+                    out.println("Serving " + tls);
+                }
                 out.println("Durable Task sidecar listening on " + host + ":" + sidecar.port() + " (schema "
                         + options.schema + " on " + db.displayUrl() + ", long polling on); stop with Ctrl-C");
                 out.flush();

@@ -6,7 +6,8 @@ import java.util.Objects;
 /**
  * How the sidecar serves: where it listens and how it drives the provider.
  *
- * @param host          the address to bind; 127.0.0.1 by default (the protocol has no authentication)
+ * @param host          the address to bind; 127.0.0.1 by default (without mutual TLS the protocol has no
+ *                      authentication)
  * @param port          0 picks a free port
  * @param lockTimeout   lease of a turn or an activity handed to a worker; renewed every third of it while the
  *                      worker holds it, so a vanished worker's item comes back after at most this long
@@ -19,11 +20,20 @@ import java.util.Objects;
  * @param schema        the task hub's schema, which names the notification channel
  * @param waitFallback  how often a waiting client call re-reads the status when no notification came
  * @param shutdownGrace how long a stop waits for work the workers hold before abandoning it
+ * @param tls           TLS, and with a client CA mutual TLS; null = plaintext, fit for loopback only
  */
 public record SidecarConfig(String host, int port, Duration lockTimeout, Duration pollTimeout, boolean longPolling,
                             Duration shortPollInterval, String statusJdbcUrl, String schema, Duration waitFallback,
-                            Duration shutdownGrace) {
+                            Duration shutdownGrace, SidecarTls tls) {
     public static final int DEFAULT_PORT = 4001;
+
+    /** Plaintext: the configuration as it was before TLS. */
+    public SidecarConfig(String host, int port, Duration lockTimeout, Duration pollTimeout, boolean longPolling,
+                         Duration shortPollInterval, String statusJdbcUrl, String schema, Duration waitFallback,
+                         Duration shutdownGrace) {
+        this(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval, statusJdbcUrl, schema,
+                waitFallback, shutdownGrace, null);
+    }
 
     public SidecarConfig {
         Objects.requireNonNull(host, "host");
@@ -38,7 +48,9 @@ public record SidecarConfig(String host, int port, Duration lockTimeout, Duratio
         Objects.requireNonNull(schema, "schema");
     }
 
-    /** Defaults for {@code schema} on 127.0.0.1:{@value #DEFAULT_PORT}, long polling, no cross-process status. */
+    /**
+     * Defaults for {@code schema} on 127.0.0.1:{@value #DEFAULT_PORT}, long polling, no cross-process status, no TLS.
+     */
     public static SidecarConfig defaults(String schema) {
         return new SidecarConfig("127.0.0.1", DEFAULT_PORT, Duration.ofSeconds(30), Duration.ofSeconds(10), true,
                 Duration.ofMillis(100), null, schema, Duration.ofSeconds(2), Duration.ofSeconds(5));
@@ -46,37 +58,42 @@ public record SidecarConfig(String host, int port, Duration lockTimeout, Duratio
 
     public SidecarConfig withPort(int newPort) {
         return new SidecarConfig(host, newPort, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, waitFallback, shutdownGrace);
+                statusJdbcUrl, schema, waitFallback, shutdownGrace, tls);
     }
 
     public SidecarConfig withHost(String newHost) {
         return new SidecarConfig(newHost, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, waitFallback, shutdownGrace);
+                statusJdbcUrl, schema, waitFallback, shutdownGrace, tls);
     }
 
     public SidecarConfig withLockTimeout(Duration timeout) {
         return new SidecarConfig(host, port, timeout, pollTimeout, longPolling, shortPollInterval, statusJdbcUrl,
-                schema, waitFallback, shutdownGrace);
+                schema, waitFallback, shutdownGrace, tls);
     }
 
     public SidecarConfig withLongPolling(boolean enabled) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, enabled, shortPollInterval, statusJdbcUrl,
-                schema, waitFallback, shutdownGrace);
+                schema, waitFallback, shutdownGrace, tls);
     }
 
     public SidecarConfig withStatusJdbcUrl(String url) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval, url, schema,
-                waitFallback, shutdownGrace);
+                waitFallback, shutdownGrace, tls);
     }
 
     public SidecarConfig withWaitFallback(Duration fallback) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, fallback, shutdownGrace);
+                statusJdbcUrl, schema, fallback, shutdownGrace, tls);
     }
 
     public SidecarConfig withShutdownGrace(Duration grace) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, waitFallback, grace);
+                statusJdbcUrl, schema, waitFallback, grace, tls);
+    }
+
+    public SidecarConfig withTls(SidecarTls newTls) {
+        return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
+                statusJdbcUrl, schema, waitFallback, shutdownGrace, newTls);
     }
 
     private static void positive(Duration d, String name) {

@@ -1,12 +1,16 @@
 package io.pgdurable.durabletask;
 
+import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.pgdurable.spi.OrchestrationProvider;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.time.Clock;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
@@ -42,7 +46,8 @@ public final class SidecarServer implements AutoCloseable {
                 : InstanceWatch.shared(config.statusJdbcUrl(), config.schema());
         WorkDispatcher dispatcher = new WorkDispatcher(provider, watch, config, clock);
         InstanceClient client = new InstanceClient(provider, watch, config, clock);
-        Server server = NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
+        Server server = NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()),
+                        config.tls() == null ? InsecureServerCredentials.create() : config.tls().serverCredentials())
                 .addService(new TaskHubService(dispatcher, client))
                 // Find workers whose connection died silently; their items are abandoned when the stream ends.
                 .keepAliveTime(30, TimeUnit.SECONDS)
@@ -57,9 +62,33 @@ public final class SidecarServer implements AutoCloseable {
             watch.close();
             throw new UncheckedIOException("could not listen on " + config.host() + ":" + config.port(), e);
         }
-        LOG.info("Durable Task sidecar listening on {}:{} (task hub schema {})", config.host(), server.getPort(),
-                config.schema());
+        LOG.info("Durable Task sidecar listening on {}:{} (task hub schema {}, {})", config.host(), server.getPort(),
+                config.schema(), config.tls() == null ? "plaintext" : config.tls());
+        plaintextExposure(config).ifPresent(LOG::warn);
+        if (config.tls() != null) {
+            config.tls().validityProblem(clock.instant()).ifPresent(LOG::warn);
+        }
         return new SidecarServer(server, dispatcher, watch);
+    }
+
+    /**
+     * The warning for a plaintext sidecar bound beyond loopback: whoever reaches the port can start, read and end
+     * any orchestration, and the traffic (inputs, outputs) can be read on the way.
+     */
+    static Optional<String> plaintextExposure(SidecarConfig config) {
+        if (config.tls() != null) {
+            return Optional.empty();
+        }
+        try {
+            if (InetAddress.getByName(config.host()).isLoopbackAddress()) {
+                return Optional.empty();
+            }
+        } catch (UnknownHostException e) {
+            return Optional.empty(); // start() has bound it, so it resolves; no warning rather than a wrong one
+        }
+        return Optional.of("the Durable Task sidecar on " + config.host() + " is reachable beyond this machine "
+                + "without TLS: anyone who reaches it can start, read and end orchestrations; give it a certificate "
+                + "(serve --tls-cert/--tls-key, --tls-client-ca to require client certificates) or bind 127.0.0.1");
     }
 
     /** The bound port (useful with port 0). */
