@@ -10,7 +10,8 @@ import java.util.stream.Collectors;
 /** What a chaos run did and found, and its one-screen summary. */
 public record ChaosReport(ChaosSettings settings, String runId, long loadNanos, boolean drained, long drainNanos,
                           Ledger.Verdict verdict, FaultInjector.Counts faults, ErrorTally.Snapshot errors,
-                          long listenerLost, long listenerReconnects, List<String> crashes) {
+                          long listenerLost, long listenerFailedAttempts, long listenerReconnects,
+                          List<String> crashes) {
 
     /** No item lost, none delivered twice without a failed ack to explain it, none from nowhere, no crash. */
     public boolean passed() {
@@ -58,8 +59,8 @@ public record ChaosReport(ChaosSettings settings, String runId, long loadNanos, 
                 faults.pausedMillis() / 1000.0) + " s paused)" + (faults.missedKills() > 0 ? ", "
                 + faults.missedKills() + " kills found no backend" : "") + (faults.failures() > 0 ? ", "
                 + faults.failures() + " kills failed" : ""));
-        lines.add("listener:    lost its connection " + listenerLost + " times, listening again " + listenerReconnects
-                + " times");
+        lines.add("listener:    lost its connection " + listenerLost + " times, " + listenerFailedAttempts
+                + " connection attempts failed, listening again " + listenerReconnects + " times");
         lines.add("pickup gap:  worst " + millis(v.worstGapNanos()) + (v.worstGapItem() >= 0 ? " (item "
                 + v.worstGapItem() + ")" : "") + ", p99 " + millis(v.p99GapNanos()) + ", median "
                 + millis(v.medianGapNanos()) + " (enqueue commit to first fetch)");

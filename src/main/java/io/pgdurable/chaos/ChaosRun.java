@@ -77,25 +77,34 @@ public final class ChaosRun {
                         settings.producers(), settings.consumers(), settings.itemsPerSecond());
                 FaultInjector faults = new FaultInjector(admin, listenerRelay, poolRelay, random);
                 long started = System.nanoTime();
+                long producersStopped;
+                boolean drained;
                 load.start();
                 faults.start();
                 try {
-                    runFor(settings.duration(), started, ledger, faults);
+                    try {
+                        runFor(settings.duration(), started, ledger, faults);
+                    } finally {
+                        try {
+                            load.stopProducers();
+                        } finally {
+                            faults.close();
+                        }
+                    }
+                    producersStopped = System.nanoTime();
+                    drained = drain(ledger, management);
                 } finally {
-                    load.stopProducers();
-                    faults.close();
+                    load.stopConsumers(); // before the provider closes, also when the run failed
                 }
-                long producersStopped = System.nanoTime();
-                boolean drained = drain(ledger, management);
                 long drainNanos = System.nanoTime() - producersStopped;
-                load.stopConsumers();
                 Ledger.Verdict verdict = ledger.verify(admin.get());
                 if (verdict.passed() && load.crashes().isEmpty()) {
                     ledger.deleteRun(admin.get()); // kept for inspection only when something is wrong
                 }
                 return new ChaosReport(settings, runId, producersStopped - started, drained, drainNanos, verdict,
                         faults.counts(), errors.snapshot(), listenerEvents.lost.get(),
-                        listenerEvents.reconnects.get(), load.crashes().stream().map(String::valueOf).toList());
+                        listenerEvents.failedAttempts.get(), listenerEvents.reconnects.get(),
+                        load.crashes().stream().map(String::valueOf).toList());
             }
         }
     }
@@ -147,10 +156,16 @@ public final class ChaosRun {
         return false;
     }
 
-    /** How often the listener connection was found dead and how often it listened again. */
+    /** How often the listener connection was found dead, failed to connect, and listened again. */
     private static final class ListenerEvents implements LongPollSignals {
         final AtomicLong lost = new AtomicLong();
         final AtomicLong reconnects = new AtomicLong();
+        final AtomicLong failedAttempts = new AtomicLong();
+
+        @Override
+        public void backoff(int failures, Duration delay) {
+            failedAttempts.incrementAndGet();
+        }
 
         @Override
         public void listening(boolean reconnect) {

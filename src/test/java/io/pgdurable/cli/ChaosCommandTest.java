@@ -38,7 +38,10 @@ class ChaosCommandTest {
                 "the listener's backend was terminated:\n" + out);
         assertTrue(number(out, "faults:.*pool kills (\\d+)") >= 1, "pool backends were terminated:\n" + out);
         assertTrue(number(out, "faults:.*relay pauses (\\d+)") >= 1, "the listener's relay paused:\n" + out);
-        assertTrue(number(out, "lost its connection (\\d+) times") >= 1, "the listener noticed:\n" + out);
+        // pgjdbc-ng may spend a loaded machine's whole run connecting (it loads the type catalogue on the connecting
+        // thread, seconds under load): a kill then ends an attempt instead of a LISTENing connection
+        assertTrue(number(out, "lost its connection (\\d+) times") + number(out, "(\\d+) connection attempts failed")
+                >= 1, "the faults reached the listener:\n" + out);
         assertTrue(out.contains("result:      PASS"), out);
     }
 
