@@ -55,6 +55,7 @@ public final class ChaosRun {
         try (LoopbackRelay poolRelay = new LoopbackRelay("pool", settings.host(), settings.port());
              LoopbackRelay listenerRelay = new LoopbackRelay("listener", settings.host(), settings.port());
              AdminConnection admin = new AdminConnection(settings.jdbcUrl())) {
+            connect(admin);
             PostgresProviderConfig config = PostgresProviderConfig.builder()
                     .jdbcUrl(settings.throughRelay(poolRelay.port()))
                     .listenerUrl(settings.throughRelay(listenerRelay.port()))
@@ -103,9 +104,24 @@ public final class ChaosRun {
                 }
                 return new ChaosReport(settings, runId, producersStopped - started, drained, drainNanos, verdict,
                         faults.counts(), errors.snapshot(), listenerEvents.lost.get(),
-                        listenerEvents.failedAttempts.get(), listenerEvents.reconnects.get(),
+                        listenerEvents.failedAttempts(), listenerEvents.reconnects.get(),
                         load.crashes().stream().map(String::valueOf).toList());
             }
+        }
+    }
+
+    /**
+     * Connects once straight to the server first, so an unreachable server or a refused login is reported with the
+     * URL that was given, not the relay's.
+     */
+    private void connect(AdminConnection admin) {
+        try {
+            admin.get();
+        } catch (SQLException e) {
+            String state = e.getSQLState();
+            throw new ProviderException("connect", "cannot connect to "
+                    + PostgresProviderConfig.redactUrl(settings.jdbcUrl()) + ": " + e.getMessage(),
+                    state == null || state.startsWith("08"), state, e);
         }
     }
 
@@ -160,11 +176,16 @@ public final class ChaosRun {
     private static final class ListenerEvents implements LongPollSignals {
         final AtomicLong lost = new AtomicLong();
         final AtomicLong reconnects = new AtomicLong();
-        final AtomicLong failedAttempts = new AtomicLong();
+        final AtomicLong backoffs = new AtomicLong();
 
+        /** The notifier backs off after a lost connection and after each failed attempt to connect and LISTEN. */
         @Override
         public void backoff(int failures, Duration delay) {
-            failedAttempts.incrementAndGet();
+            backoffs.incrementAndGet();
+        }
+
+        long failedAttempts() {
+            return Math.max(0, backoffs.get() - lost.get());
         }
 
         @Override
