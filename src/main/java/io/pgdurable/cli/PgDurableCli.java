@@ -27,7 +27,7 @@ import picocli.CommandLine.Spec;
         description = "Schema tool, benchmark and Durable Task sidecar for pgdurable, the PostgreSQL provider for "
                 + "durable-workflow runtimes.",
         subcommands = {MigrateCommand.class, ActivateCommand.class, StatusCommand.class, BenchCommand.class,
-                ServeCommand.class,
+                ServeCommand.class, ChaosCommand.class,
                 CommandLine.HelpCommand.class},
         footer = {"", "Exit codes: 0 success, 1 provider/database error, 2 usage error."})
 public final class PgDurableCli implements Callable<Integer> {
