@@ -77,6 +77,14 @@ public final class PgjdbcNgListener implements NotificationListener {
     private final String url;
     private final Properties properties;
     private final Duration connectTimeout;
+    /**
+     * Attempts in a row that ran out of time. pgjdbc-ng loads the server's type catalogue on the connecting thread
+     * when it first meets a server (also a restarted one): more than 10 s on a loaded 2-core machine, so a fixed
+     * budget could fail every attempt. Each timeout doubles the next attempt's budget, up to 8 × connectTimeout; a
+     * success resets it.
+     */
+    private final java.util.concurrent.atomic.AtomicInteger timeoutsInARow =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     /** @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters. */
     public PgjdbcNgListener(String jdbcUrl) {
@@ -258,7 +266,14 @@ public final class PgjdbcNgListener implements NotificationListener {
             Thread opener = new Thread(() -> connect(ready), "pgdurable-listener-connect-" + channel);
             opener.setDaemon(true);
             opener.start();
-            ListenerSupport.awaitConnected(ready, connectTimeout, () -> abandon(ready));
+            Duration budget = connectTimeout.multipliedBy(1L << Math.min(3, timeoutsInARow.get()));
+            try {
+                ListenerSupport.awaitConnected(ready, budget, () -> abandon(ready));
+            } catch (java.sql.SQLTimeoutException slow) {
+                timeoutsInARow.incrementAndGet();
+                throw slow;
+            }
+            timeoutsInARow.set(0);
             lastActivityNanos = System.nanoTime();
             opened = true;
             if (pendingLoss.get() != null) {
