@@ -230,7 +230,7 @@ class PgDurableCliTest {
 
         Result none = cli();
         assertEquals(2, none.code(), none.all());
-        assertEquals("error: a command is required, one of: migrate, activate, status, bench, serve "
+        assertEquals("error: a command is required, one of: migrate, activate, status, bench, serve, chaos "
                 + "(see 'pgdurable --help')", none.err().strip());
 
         Result badSchema = cli("migrate", "--db", TestDatabase.url(), "--schema", "no such; schema");
