@@ -59,8 +59,11 @@ record Window(long units, double seconds, long statements, long transactions,
         long t0 = System.nanoTime();
         long end = t0 + window.toNanos();
         long nextReport = t0 + 5_000_000_000L;
-        while (System.nanoTime() < end) {
-            Pause.sleep(Math.min(250, (end - System.nanoTime()) / 1_000_000L));
+        // A window in which nothing completed measures nothing (a batch cycle can outlast a quick profile's window
+        // on a busy machine): it is extended, up to ten times its length, until one unit is done.
+        long latest = t0 + 10 * window.toNanos();
+        while (System.nanoTime() < end || (done.get() == d0 && System.nanoTime() < latest)) {
+            Pause.sleep(Math.max(1, Math.min(250, (end - System.nanoTime()) / 1_000_000L)));
             workers.check();
             if (System.nanoTime() >= nextReport) {
                 ctx.progress().line("%s: %s %s/s so far", label,
