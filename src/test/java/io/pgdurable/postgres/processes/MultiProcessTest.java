@@ -39,7 +39,7 @@ import org.junit.jupiter.api.Test;
  * stop cleanly.
  */
 class MultiProcessTest {
-    private static final int ITEMS_PER_PRODUCER = 1_500;
+    private static final int ITEMS_PER_PRODUCER = 500;
     private static final int PRODUCERS = 2;
     private static final int CONSUMERS = 2;
 
@@ -108,7 +108,7 @@ class MultiProcessTest {
     }
 
     private static void awaitLedgerRows(String schema, int total) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
         long rows = 0;
         try (Connection c = TestDatabase.connect();
              PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + Identifiers.quote(schema)
@@ -124,7 +124,7 @@ class MultiProcessTest {
                 TimeUnit.MILLISECONDS.sleep(100);
             }
         }
-        throw new AssertionError("the ledger had " + rows + " of " + total + " rows after 120 s");
+        throw new AssertionError("the ledger had " + rows + " of " + total + " rows after 180 s");
     }
 
     /** Listener backends per child process id, matched by the local ports of the child's TCP sockets. */
@@ -223,13 +223,16 @@ class MultiProcessTest {
             return new Child(name, p);
         }
 
-        /** The first line starting with {@code prefix} (60 s at most); a {@code failed:} line fails at once. */
+        /**
+         * The first line starting with {@code prefix} (180 s at most: a JVM's start, its provider and listener take
+         * 20 s and more while the rest of the suite loads both cores); a {@code failed:} line fails at once.
+         */
         String await(String prefix) throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
             while (true) {
                 String line = lines.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
                 if (line == null) {
-                    throw new AssertionError(name + " printed no '" + prefix + "' within 60 s; output:\n" + output);
+                    throw new AssertionError(name + " printed no '" + prefix + "' within 180 s; output:\n" + output);
                 }
                 if (line.startsWith("failed:")) {
                     throw new AssertionError(name + " " + line + "\n" + output);
