@@ -188,8 +188,23 @@ class ServerRestartTest {
                 }
                 TimeUnit.MILLISECONDS.sleep(5);
             }
-            throw new AssertionError("the listener did not LISTEN again within " + seconds + " s");
+            throw new AssertionError("the listener did not LISTEN again within " + seconds + " s; its events: "
+                    + timeline + "; its threads: " + listenerThreads());
         }
+    }
+
+    /** What each pgdurable listener and notifier thread is doing, for a failure message. */
+    private static String listenerThreads() {
+        StringBuilder out = new StringBuilder();
+        Thread.getAllStackTraces().forEach((t, stack) -> {
+            if (t.getName().startsWith("pgdurable-listener") || t.getName().startsWith("pgdurable-notifier")) {
+                out.append("\n").append(t.getName()).append(" (").append(t.getState()).append(")");
+                for (int i = 0; i < Math.min(stack.length, 25); i++) {
+                    out.append("\n    at ").append(stack[i]);
+                }
+            }
+        });
+        return out.toString();
     }
 
     /** Two producers and four long-polling consumers with a ledger (item primary key) in the same database. */

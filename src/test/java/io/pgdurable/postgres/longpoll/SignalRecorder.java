@@ -1,9 +1,12 @@
 package io.pgdurable.postgres.longpoll;
 
 import io.pgdurable.longpoll.LongPollSignals;
+import io.pgdurable.longpoll.QueueKind;
+import io.pgdurable.longpoll.WakeSource;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -22,6 +25,7 @@ final class SignalRecorder implements LongPollSignals {
     private final AtomicInteger scansTimedOut = new AtomicInteger();
     private final AtomicLong fallbackPolls = new AtomicLong();
     private final AtomicLong wakes = new AtomicLong();
+    private final List<WakeSource> wakeSources = new CopyOnWriteArrayList<>();
     private final AtomicLong claimsSkipped = new AtomicLong();
     private final AtomicInteger verifications = new AtomicInteger();
     private final AtomicLong leaseEndsDropped = new AtomicLong();
@@ -69,6 +73,12 @@ final class SignalRecorder implements LongPollSignals {
         leaseEndsDropped.addAndGet(dropped);
         verifications.incrementAndGet();
         changed();
+    }
+
+    @Override
+    public void waiterWoken(QueueKind queue, WakeSource source) {
+        wakeSources.add(source);
+        waiterWoken(queue.label());
     }
 
     @Override
@@ -122,6 +132,12 @@ final class SignalRecorder implements LongPollSignals {
 
     long wakes() {
         return wakes.get();
+    }
+
+    /** What woke parked fetches, in order, from the {@code index}-th wake on. */
+    List<WakeSource> wakeSourcesSince(int index) {
+        List<WakeSource> all = List.copyOf(wakeSources);
+        return all.subList(Math.min(index, all.size()), all.size());
     }
 
     /** Verifications of due lease ends answered so far. */
