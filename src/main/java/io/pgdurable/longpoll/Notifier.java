@@ -127,7 +127,13 @@ public final class Notifier implements AutoCloseable {
                 NotificationListener.Session session;
                 try {
                     session = listener.open(channel, heartbeat, events);
-                } catch (SQLException | RuntimeException e) {
+                } catch (SQLException | RuntimeException | Error e) {
+                    // Errors too: a JVM out of threads ("unable to create native thread") or a driver class that
+                    // fails to load must not end this thread, or the process would never LISTEN again and fall
+                    // back to polling for good; they are retried with backoff like any failed connect.
+                    if (e instanceof Error && !(e instanceof VirtualMachineError || e instanceof LinkageError)) {
+                        throw (Error) e;
+                    }
                     if (closed) {
                         break;
                     }

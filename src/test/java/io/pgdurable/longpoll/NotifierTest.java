@@ -22,6 +22,7 @@ import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -151,6 +152,30 @@ class NotifierTest {
             }
             assertEquals(List.of("scan-0", "round-0"), List.of(probe.signalled.poll(), probe.signalled.poll()));
             assertClosesQuickly(n, "while listening");
+        }
+    }
+
+    @Test
+    void anErrorWhileOpeningIsRetriedLikeAFailedConnect() throws Exception {
+        String channel = newChannel();
+        Probe probe = new Probe();
+        NotificationListener real = Driver.PGJDBC.create(TestDatabase.url());
+        AtomicInteger opens = new AtomicInteger();
+        // What a JVM out of threads throws when a session starts its own.
+        NotificationListener outOfThreadsTwice = (ch, heartbeat, events) -> {
+            if (opens.incrementAndGet() <= 2) {
+                throw new OutOfMemoryError("unable to create native thread: possibly out of memory");
+            }
+            return real.open(ch, heartbeat, events);
+        };
+        try (Notifier n = probe.create(outOfThreadsTwice, channel, Duration.ofSeconds(1), () -> {})) {
+            n.start();
+            List<long[]> seen = probe.awaitBackoff(2, Duration.ofSeconds(10));
+            assertEquals(1, seen.get(0)[0], "the first error starts a streak");
+            assertEquals(false, probe.listening.poll(15, TimeUnit.SECONDS), "listening after two failed opens");
+            assertEquals(3, opens.get(), "opened again after each error, once it passed no more");
+            sendNotify(channel, "after the errors");
+            assertEquals("after the errors", probe.received.poll(5, TimeUnit.SECONDS));
         }
     }
 

@@ -195,7 +195,8 @@ class ServerRestartTest {
 
     /** What each pgdurable listener and notifier thread is doing, for a failure message. */
     private static String listenerThreads() {
-        StringBuilder out = new StringBuilder();
+        StringBuilder out = new StringBuilder("(" + java.lang.management.ManagementFactory.getThreadMXBean()
+                .getThreadCount() + " threads in the JVM)");
         Thread.getAllStackTraces().forEach((t, stack) -> {
             if (t.getName().startsWith("pgdurable-listener") || t.getName().startsWith("pgdurable-notifier")) {
                 out.append("\n").append(t.getName()).append(" (").append(t.getState()).append(")");
