@@ -70,7 +70,8 @@ final class BatchedThroughput {
         AtomicLong seq = new AtomicLong();
         Workers workers = new Workers();
         ExecutorService ackers = ackThreads(clients * BATCH, "bench-batched-ack");
-        try (Hub hub = ctx.hub(scenario + "_batched", mode, clients + 4, b -> b.ackBatchSize(BATCH))) {
+        try (Hub hub = ctx.hub(scenario + "_batched", mode, clients + 4, b -> b.ackBatchSize(BATCH));
+             Workers.Stopping stopFirst = workers.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             workers.start("tp-batched", clients, i -> () -> {
                 long t0 = System.nanoTime();

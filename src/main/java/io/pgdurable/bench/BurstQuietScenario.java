@@ -83,7 +83,8 @@ final class BurstQuietScenario extends PairedScenario {
         ModeResult r = new ModeResult(mode);
         try (HikariDataSource pool = pool(ctx.url())) {
             try (Hub hub = ctx.hub(name(), mode, POOL, b -> b.jdbcUrl(null).dataSource(pool)
-                    .listenerUrl(ctx.url()))) {
+                    .listenerUrl(ctx.url()));
+                 Workers.Stopping stopFirst = consumers.stopFirst()) {
                 OrchestrationProvider provider = hub.provider();
                 consumers.start("bq-work", CONSUMERS, i -> () -> {
                     Optional<FetchedWorkItem> f = mode.pollWork(provider, lock);

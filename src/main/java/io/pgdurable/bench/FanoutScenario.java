@@ -93,7 +93,8 @@ final class FanoutScenario extends PairedScenario {
         Semaphore inFlight = new Semaphore(c.inFlight());
         Workers threads = new Workers();
         String prefix = "fo-" + mode.key() + "-" + c.key() + "-";
-        try (Hub hub = ctx.hub(name() + "_" + c.key(), mode, c.orchestrators() + c.workers() + 3)) {
+        try (Hub hub = ctx.hub(name() + "_" + c.key(), mode, c.orchestrators() + c.workers() + 3);
+             Workers.Stopping stopFirst = threads.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             threads.start("fo-orch", c.orchestrators(), i -> () -> {
                 Optional<FetchedOrchestration> f = mode.pollOrchestration(p, LOCK);

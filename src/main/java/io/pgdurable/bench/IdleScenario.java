@@ -99,7 +99,8 @@ final class IdleScenario extends PairedScenario {
         Profile p = ctx.profile();
         ServerStatementCounter counter = ctx.counter();
         Workers dispatchers = new Workers();
-        try (Hub hub = ctx.hub(name(), mode, 8)) {
+        try (Hub hub = ctx.hub(name(), mode, 8);
+             Workers.Stopping stopFirst = dispatchers.stopFirst()) {
             int orchestrators = waiters / 2;
             dispatchers.start("idle-orch", orchestrators,
                     i -> () -> mode.pollOrchestration(hub.provider(), LOCK));

@@ -60,7 +60,8 @@ final class LeaseScenario extends PairedScenario {
         SynchronousQueue<Boolean> go = new SynchronousQueue<>();
         BlockingQueue<long[]> reclaimed = new ArrayBlockingQueue<>(2);
         Workers reclaimer = new Workers();
-        try (Hub hub = ctx.hub(name(), mode, 4)) {
+        try (Hub hub = ctx.hub(name(), mode, 4);
+             Workers.Stopping stopFirst = reclaimer.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             reclaimer.start("lease-reclaim", 1, i -> () -> {
                 if (go.poll(100, TimeUnit.MILLISECONDS) == null) {

@@ -79,7 +79,8 @@ final class SidecarScenario extends PairedScenario {
         AtomicLong completed = new AtomicLong();
         Workers drivers = new Workers();
         // Drivers insert and read status, the sidecar's two lanes per worker fetch and ack.
-        try (Hub hub = ctx.hub(name(), mode, IN_FLIGHT + 2 * WORKERS + 2)) {
+        try (Hub hub = ctx.hub(name(), mode, IN_FLIGHT + 2 * WORKERS + 2);
+             Workers.Stopping stopFirst = drivers.stopFirst()) {
             SidecarRig rig = SidecarRig.start(hub.provider(), config(mode, hub.schema()), WORKERS, FANOUT);
             try {
                 long t0 = System.nanoTime();

@@ -74,7 +74,8 @@ final class SqlWakeScenario extends PairedScenario {
         Map<String, Long> signals;
         String prefix = "sqlwake-" + mode.key() + "-";
         try (Hub hub = ctx.hub(name(), mode, 4);
-             Connection writer = DriverManager.getConnection(ctx.url())) {
+             Connection writer = DriverManager.getConnection(ctx.url());
+             Workers.Stopping stopFirst = dispatchers.stopFirst()) {
             String s = Identifiers.quote(hub.schema());
             OrchestrationProvider p = hub.provider();
             WakeScenario.startDispatchers(dispatchers, "sqlwake", mode, p, LOCK, NAME, workerSeen, orchSeen);

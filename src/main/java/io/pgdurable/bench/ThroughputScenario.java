@@ -85,7 +85,8 @@ final class ThroughputScenario extends PairedScenario {
         AtomicLong done = new AtomicLong();
         AtomicLong seq = new AtomicLong();
         Workers clients = new Workers();
-        try (Hub hub = ctx.hub(name() + "_single", mode, CLIENTS + 2)) {
+        try (Hub hub = ctx.hub(name() + "_single", mode, CLIENTS + 2);
+             Workers.Stopping stopFirst = clients.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             clients.start("tp-client", CLIENTS, i -> () -> {
                 long t0 = System.nanoTime();

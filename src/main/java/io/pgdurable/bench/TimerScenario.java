@@ -73,7 +73,8 @@ final class TimerScenario extends PairedScenario {
         AtomicLong early = new AtomicLong();
         AtomicInteger started = new AtomicInteger();
         Workers dispatchers = new Workers();
-        try (Hub hub = ctx.hub(name(), mode, DISPATCHERS + 2)) {
+        try (Hub hub = ctx.hub(name(), mode, DISPATCHERS + 2);
+             Workers.Stopping stopFirst = dispatchers.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             dispatchers.start("timer-orch", DISPATCHERS, i -> () -> {
                 Optional<FetchedOrchestration> f = mode.pollOrchestration(p, LOCK);

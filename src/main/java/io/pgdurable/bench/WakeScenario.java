@@ -113,7 +113,8 @@ final class WakeScenario extends PairedScenario {
         String prefix = "wake-" + mode.key() + "-";
         try (Hub hub = ctx.hub(name(), mode, 4);
              PostgresProvider other = PostgresProvider.create(hub.provider().config().toBuilder().longPolling(false)
-                     .migrationPolicy(MigrationPolicy.VERIFY_ONLY).poolSize(2).build())) {
+                     .migrationPolicy(MigrationPolicy.VERIFY_ONLY).poolSize(2).build());
+             Workers.Stopping stopFirst = dispatchers.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             startDispatchers(dispatchers, "wake", mode, p, LOCK, NAME, workerSeen, orchSeen);
             hub.awaitParked(2, 10_000);

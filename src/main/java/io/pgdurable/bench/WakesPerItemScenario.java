@@ -57,7 +57,8 @@ final class WakesPerItemScenario extends PairedScenario {
         LatencyRecorder pickup = new LatencyRecorder();
         Workers dispatchers = new Workers();
         ModeResult r = new ModeResult(mode);
-        try (Hub hub = ctx.hub(name(), mode, 8)) {
+        try (Hub hub = ctx.hub(name(), mode, 8);
+             Workers.Stopping stopFirst = dispatchers.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             dispatchers.start("wpi-work", WAITERS, i -> () -> {
                 fetchCalls.incrementAndGet();

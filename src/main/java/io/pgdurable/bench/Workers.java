@@ -45,6 +45,21 @@ final class Workers {
         }
     }
 
+    /** Calls {@link #stop()} when closed; {@link Workers#stopFirst()} hands one out. */
+    interface Stopping extends AutoCloseable {
+        @Override
+        void close();
+    }
+
+    /**
+     * For a try-with-resources, declared after the provider's resource: when a scenario fails mid-run, the threads are
+     * stopped before the provider closes, so their fetches cut off by the close are not recorded as failures that
+     * would hide the scenario's own cause.
+     */
+    Stopping stopFirst() {
+        return this::stop;
+    }
+
     boolean running() {
         return running && failure.get() == null;
     }

@@ -37,8 +37,9 @@ import org.slf4j.LoggerFactory;
  *       after {@code heartbeat} without any notification it calls {@code isValid(2)}; {@code false} or an exception
  *       reports the loss. A dead link is therefore found within {@code heartbeat} + 2 s.</li>
  *   <li>Connecting and LISTEN are bounded by a connect timeout (pgjdbc-ng has none of its own when used through
- *       {@link DriverManager}); an interrupted or timed-out {@code open} abandons the attempt and closes the
- *       connection if it appears later.</li>
+ *       {@link DriverManager}). A timed-out {@code open} leaves the driver's connect running, and the next
+ *       {@code open} takes its connection rather than starting a second connect beside it; a connection nobody
+ *       takes is closed after 10 s.</li>
  * </ul>
  *
  * <p>Measured driver behaviour worth knowing (pgjdbc-ng 0.8.9): with any SSL mode other than {@code disable}, a
@@ -85,6 +86,16 @@ public final class PgjdbcNgListener implements NotificationListener {
      */
     private final java.util.concurrent.atomic.AtomicInteger timeoutsInARow =
             new java.util.concurrent.atomic.AtomicInteger();
+    /**
+     * The driver connect under way, shared by the sessions that wait for it. A session that gives up on it leaves it
+     * running here, and the next session takes its connection instead of starting a second connect beside it: under
+     * load two catalogue loads in parallel each took longer than one alone, so abandoning and restarting never
+     * caught up (ServerRestartTest once saw no LISTEN within 90 s). A finished connect nobody takes is closed after
+     * {@link #UNCLAIMED_MILLIS}.
+     */
+    private final AtomicReference<Connect> connecting = new AtomicReference<>();
+    private static final long UNCLAIMED_MILLIS = 10_000;
+    private static final long CONNECT_SLICE_MILLIS = 100;
 
     /** @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters. */
     public PgjdbcNgListener(String jdbcUrl) {
@@ -234,6 +245,64 @@ public final class PgjdbcNgListener implements NotificationListener {
         return "PgjdbcNgListener[" + url + "]";
     }
 
+    /** One driver connect; its connection goes to exactly one taker (a session, or the reaper that closes it). */
+    private static final class Connect {
+        final CompletableFuture<Connection> result = new CompletableFuture<>();
+        final long startedNanos = System.nanoTime();
+        private final AtomicBoolean taken = new AtomicBoolean();
+
+        boolean take() {
+            return taken.compareAndSet(false, true);
+        }
+    }
+
+    /**
+     * The connect under way, or a new one started on a daemon thread of its own. A connect older than four connect
+     * timeouts is not waited for any longer (it may be stuck on a link that has since recovered, which the driver
+     * gives up only after 60 s): a fresh one replaces it, and the old one's connection, should it come, is closed
+     * unclaimed.
+     */
+    private Connect sharedConnect() {
+        long maxWaitNanos = connectTimeout.toNanos() * 4;
+        while (true) {
+            Connect current = connecting.get();
+            if (current != null
+                    && (current.result.isDone() || System.nanoTime() - current.startedNanos < maxWaitNanos)) {
+                return current;
+            }
+            Connect fresh = new Connect();
+            if (connecting.compareAndSet(current, fresh)) {
+                Thread t = new Thread(() -> runConnect(fresh), "pgdurable-listener-driver-connect");
+                t.setDaemon(true);
+                t.start();
+                return fresh;
+            }
+        }
+    }
+
+    private void runConnect(Connect attempt) {
+        Connection raw;
+        try {
+            raw = DriverManager.getConnection(url, properties);
+        } catch (Throwable e) {
+            connecting.compareAndSet(attempt, null); // the next session starts afresh
+            attempt.result.completeExceptionally(e);
+            return;
+        }
+        attempt.result.complete(raw);
+        // Nobody may come for it (the notifier was closed): close it if it is still there after a while.
+        CompletableFuture.delayedExecutor(UNCLAIMED_MILLIS, TimeUnit.MILLISECONDS).execute(() -> {
+            if (attempt.take()) {
+                connecting.compareAndSet(attempt, null);
+                try {
+                    raw.close();
+                } catch (SQLException | RuntimeException e) {
+                    LOG.debug("closing an unclaimed listener connection failed", e);
+                }
+            }
+        });
+    }
+
     /** One pgjdbc-ng connection LISTENing on one channel. */
     private final class NgSession implements Session, PGNotificationListener {
         private final String channel;
@@ -283,15 +352,18 @@ public final class PgjdbcNgListener implements NotificationListener {
             scheduleBeat(heartbeatNanos);
         }
 
-        /** Runs on the opener thread: connect, register the listener, LISTEN. */
+        /** Runs on the opener thread: take a connection from the shared connect, register the listener, LISTEN. */
         private void connect(CompletableFuture<PGConnection> ready) {
             PGConnection c = null;
             try {
-                Connection raw = DriverManager.getConnection(url, properties);
+                Connection raw = takeConnection(ready);
+                if (raw == null) {
+                    return; // abandoned while connecting; the connection stays for the next session
+                }
                 c = raw.unwrap(PGConnection.class);
                 connection = c;
                 if (ready.isDone()) {
-                    closeQuietly(c); // abandoned while connecting
+                    closeQuietly(c); // abandoned between taking the connection and now
                     return;
                 }
                 // Register before LISTEN, so nothing between the two is missed.
@@ -307,6 +379,39 @@ public final class PgjdbcNgListener implements NotificationListener {
                 if (c != null) {
                     closeQuietly(c);
                 }
+            }
+        }
+
+        /**
+         * Waits for the shared connect and takes its connection; returns null when the session was abandoned
+         * meanwhile (the connect then goes on for the next session).
+         */
+        private Connection takeConnection(CompletableFuture<PGConnection> ready) throws SQLException {
+            while (true) {
+                Connect attempt = sharedConnect();
+                Connection raw = null;
+                while (raw == null) {
+                    if (ready.isDone()) {
+                        return null;
+                    }
+                    try {
+                        raw = attempt.result.get(CONNECT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
+                    } catch (java.util.concurrent.TimeoutException slice) {
+                        // look at ready again
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new SQLException("interrupted while the listener was connecting", "08001", e);
+                    } catch (java.util.concurrent.ExecutionException e) {
+                        Throwable cause = e.getCause();
+                        throw cause instanceof SQLException ? (SQLException) cause
+                                : new SQLException("the listener could not connect: " + cause, "08001", cause);
+                    }
+                }
+                if (attempt.take()) {
+                    connecting.compareAndSet(attempt, null);
+                    return raw;
+                }
+                // Taken by another session or closed unclaimed: connect again.
             }
         }
 

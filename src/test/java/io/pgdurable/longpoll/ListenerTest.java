@@ -168,6 +168,29 @@ class ListenerTest {
         }
     }
 
+    @Test
+    void aTimedOutPgjdbcNgConnectIsTakenByTheNextOpenInsteadOfConnectingTwice() throws Exception {
+        assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
+        try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url())) {
+            proxy.wedge();
+            NotificationListener listener = Driver.PGJDBC_NG.create(proxy.rewrite(TestDatabase.url()),
+                    Duration.ofSeconds(1));
+            String channel = newChannel();
+            Recorder rec = new Recorder();
+            assertThrows(SQLException.class, () -> listener.open(channel, LONG_HEARTBEAT, rec));
+            assertEquals(1, proxy.accepted(), "one connect under way");
+            proxy.forward();
+            NotificationListener.Session s = listener.open(channel, LONG_HEARTBEAT, rec);
+            try {
+                sendNotify(channel, "on the connect that outlived the first open");
+                assertEquals("on the connect that outlived the first open", rec.payloads.poll(5, TimeUnit.SECONDS));
+                assertEquals(1, proxy.accepted(), "the second open took the first one's connection");
+            } finally {
+                s.close();
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Driver.class)
     void interruptedOpenReturnsPromptly(Driver driver) throws Exception {
