@@ -21,9 +21,10 @@ import org.slf4j.LoggerFactory;
  * Durable Task for Java workers and clients ({@code DurableTaskGrpcWorkerBuilder().port(p)},
  * {@code DurableTaskGrpcClientBuilder().port(p)}) connect to it as they would to any sidecar.
  *
- * <p>The provider stays the caller's: closing the server does not close it. {@link #close()} stops accepting
- * calls, lets workers return what they hold for up to {@link SidecarConfig#shutdownGrace()}, abandons the rest (so
- * another sidecar picks it up at once) and ends the worker streams.
+ * <p>The provider stays the caller's: closing the server does not close it. {@link #close()} refuses new calls
+ * and hands out no more work, but for up to {@link SidecarConfig#shutdownGrace()} keeps taking back (and committing)
+ * the results of items the workers hold; it moves on as soon as nothing is outstanding, abandons what is still out
+ * (so another sidecar picks it up at once), ends the worker streams and stops.
  */
 public final class SidecarServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SidecarServer.class);
@@ -31,12 +32,14 @@ public final class SidecarServer implements AutoCloseable {
     private final Server server;
     private final WorkDispatcher dispatcher;
     private final InstanceWatch watch;
+    private final StopGate gate;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private SidecarServer(Server server, WorkDispatcher dispatcher, InstanceWatch watch) {
+    private SidecarServer(Server server, WorkDispatcher dispatcher, InstanceWatch watch, StopGate gate) {
         this.server = server;
         this.dispatcher = dispatcher;
         this.watch = watch;
+        this.gate = gate;
     }
 
     /** Binds and starts serving; throws {@link UncheckedIOException} when the address cannot be bound. */
@@ -46,6 +49,7 @@ public final class SidecarServer implements AutoCloseable {
                 : InstanceWatch.shared(config.statusJdbcUrl(), config.schema());
         WorkDispatcher dispatcher = new WorkDispatcher(provider, watch, config, clock);
         InstanceClient client = new InstanceClient(provider, watch, config, clock);
+        StopGate gate = new StopGate();
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()),
                         config.tls() == null ? InsecureServerCredentials.create() : config.tls().serverCredentials())
                 .addService(new TaskHubService(dispatcher, client))
@@ -54,6 +58,7 @@ public final class SidecarServer implements AutoCloseable {
                 .keepAliveTimeout(10, TimeUnit.SECONDS)
                 .permitKeepAliveTime(10, TimeUnit.SECONDS)
                 .maxInboundMessageSize(16 * 1024 * 1024)
+                .intercept(gate)
                 .build();
         try {
             server.start();
@@ -68,7 +73,7 @@ public final class SidecarServer implements AutoCloseable {
         if (config.tls() != null) {
             config.tls().validityProblem(clock.instant()).ifPresent(LOG::warn);
         }
-        return new SidecarServer(server, dispatcher, watch);
+        return new SidecarServer(server, dispatcher, watch, gate);
     }
 
     /**
@@ -101,13 +106,20 @@ public final class SidecarServer implements AutoCloseable {
         return dispatcher.openStreams();
     }
 
+    /** Whether a stop began within {@code timeout} (from then on only results get in). */
+    boolean awaitStopping(java.time.Duration timeout) throws InterruptedException {
+        return gate.awaitStopping(timeout);
+    }
+
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        server.shutdown(); // no new calls; running ones continue
-        dispatcher.close();
+        long began = System.nanoTime();
+        gate.close(); // new calls refused, except results and abandons of work handed out
+        dispatcher.close(); // waits for those results (up to the grace period), abandons the rest
+        server.shutdown(); // only now: a result sent during the grace period must still get in
         watch.close(); // wakes waiting client calls so they end
         try {
             if (!server.awaitTermination(2, TimeUnit.SECONDS)) {
@@ -118,6 +130,6 @@ public final class SidecarServer implements AutoCloseable {
             server.shutdownNow();
             Thread.currentThread().interrupt();
         }
-        LOG.info("Durable Task sidecar stopped");
+        LOG.info("Durable Task sidecar stopped ({} ms)", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began));
     }
 }

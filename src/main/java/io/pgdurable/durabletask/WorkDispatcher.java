@@ -58,6 +58,7 @@ final class WorkDispatcher implements AutoCloseable {
     private final ScheduledExecutorService renewer;
     private final AtomicLong streamIds = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final Object settled = new Object();
     private final FailureLog fetchFailures = new FailureLog(LOG, "fetching work for the Durable Task workers");
 
     WorkDispatcher(OrchestrationProvider provider, InstanceWatch watch, SidecarConfig config, Clock clock) {
@@ -127,6 +128,7 @@ final class WorkDispatcher implements AutoCloseable {
             commit(ack, held.turn.instance);
         } finally {
             held.stream.orchestrationSlot.release();
+            settled();
         }
     }
 
@@ -162,6 +164,7 @@ final class WorkDispatcher implements AutoCloseable {
             ackActivity(held, response);
         } finally {
             held.stream.activitySlot.release();
+            settled();
         }
     }
 
@@ -293,6 +296,7 @@ final class WorkDispatcher implements AutoCloseable {
             if (!send(WorkItem.newBuilder().setOrchestratorRequest(turn.request).build())) {
                 if (turns.remove(turn.instance, new HeldTurn(turn, this))) {
                     abandonQuietly(turn.lockToken, null);
+                    settled();
                 }
                 return false;
             }
@@ -333,6 +337,7 @@ final class WorkDispatcher implements AutoCloseable {
             if (!send(WorkItem.newBuilder().setActivityRequest(request).build())) {
                 if (activities.remove(key, held)) {
                     abandonActivityQuietly(fetched.lockToken());
+                    settled();
                 }
                 return false;
             }
@@ -348,8 +353,8 @@ final class WorkDispatcher implements AutoCloseable {
         /** Hands an item to the worker; false when the stream is gone. */
         private boolean send(WorkItem item) {
             synchronized (this) { // StreamObserver is not thread-safe; onNext only buffers, it does not block
-                if (!open.get()) {
-                    return false;
+                if (!open.get() || closed.get()) {
+                    return false; // stopping: a fetch that returned meanwhile goes back, it is not new work to hand out
                 }
                 try {
                     observer.onNext(item);
@@ -404,6 +409,7 @@ final class WorkDispatcher implements AutoCloseable {
         }
         LOG.info("worker stream {} closed ({}); {} item(s) it held abandoned; {} stream(s) open", s.id, why,
                 abandoned, streams.size());
+        settled();
     }
 
     private void abandonQuietly(String lockToken, Duration delay) {
@@ -445,8 +451,10 @@ final class WorkDispatcher implements AutoCloseable {
     }
 
     /**
-     * Stops handing out work, gives the workers up to {@code grace} to return what they hold, then ends their
-     * streams and abandons the rest. Returns within about {@code grace} plus a second.
+     * Stops handing out work, gives the workers up to {@code grace} to return what they hold (their results are
+     * committed as usual meanwhile; the streams stay open so that the workers' connections do too), then ends their
+     * streams and abandons the rest. Returns as soon as nothing is held, at the latest after about {@code grace}
+     * plus a second.
      */
     @Override
     public void close() {
@@ -455,9 +463,28 @@ final class WorkDispatcher implements AutoCloseable {
         }
         List<WorkStream> open = List.copyOf(streams);
         open.forEach(s -> s.lanes.forEach(Thread::interrupt));
+        int held = heldItems();
+        if (held > 0) {
+            LOG.info("stopping: {} item(s) out with the workers; waiting up to {} ms for their results", held,
+                    config.shutdownGrace().toMillis());
+        }
         long deadline = System.nanoTime() + config.shutdownGrace().toNanos();
-        while (heldItems() > 0 && System.nanoTime() < deadline && !Thread.currentThread().isInterrupted()) {
-            pause(Duration.ofMillis(20));
+        boolean interrupted = false;
+        synchronized (settled) {
+            long left;
+            while (heldItems() > 0 && (left = deadline - System.nanoTime()) > 0) {
+                try {
+                    // Woken by every result, abandon and dropped stream; the cap only bounds the cost of a
+                    // path that lets go of an item without saying so.
+                    TimeUnit.NANOSECONDS.timedWait(settled, Math.min(left, TimeUnit.MILLISECONDS.toNanos(250)));
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                    break;
+                }
+            }
+        }
+        if (heldItems() > 0) {
+            LOG.info("stopping: the grace period ended with {} item(s) still out; abandoning them", heldItems());
         }
         for (WorkStream s : open) {
             s.complete();
@@ -469,10 +496,20 @@ final class WorkDispatcher implements AutoCloseable {
                 try {
                     t.join(1_000);
                 } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
+                    interrupted = true;
+                    break;
                 }
             }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Wakes a stop waiting for the workers' results: an item was let go of. */
+    private void settled() {
+        synchronized (settled) {
+            settled.notifyAll();
         }
     }
 }

@@ -1,0 +1,199 @@
+package io.pgdurable.durabletask;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.pgdurable.postgres.TestDatabase;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code serve} driven by Microsoft's Durable Task JavaScript SDK ({@code @microsoft/durabletask-js} 0.4.0 from
+ * npm), run by {@code node} on the scripts in {@code src/test/js}. Node and the packages are prerequisites, not
+ * options: without them these tests fail and say how to install them ({@code .ci/run} does it).
+ */
+class JsSdkEndToEndTest {
+    static final Path JS_DIR = Path.of(System.getProperty("user.dir"), "src", "test", "js");
+    static final String SDK_VERSION = "0.4.0";
+    private static final int NODE_MAJOR_MIN = 20;
+    private static final String INSTALL = "install Node.js " + NODE_MAJOR_MIN + "+ and run `npm ci --prefix "
+            + "src/test/js` from the project directory (.ci/run does both checks and the npm ci)";
+
+    /** What scenarios.js runs; each must report PASS. */
+    private static final List<String> SCENARIOS = List.of("activity-chain", "fan-out-fan-in", "timer",
+            "external-event", "sub-orchestration", "continue-as-new", "activity-failure", "terminate",
+            "suspend-resume");
+
+    @BeforeAll
+    static void nodeAndSdkAreInstalled() throws Exception {
+        String version;
+        try {
+            Process p = new ProcessBuilder("node", "--version").redirectErrorStream(true).start();
+            version = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                p.destroyForcibly();
+                fail("`node --version` failed (" + version + "): " + INSTALL);
+            }
+        } catch (IOException e) {
+            fail("node is not on the PATH (" + e.getMessage() + "): " + INSTALL);
+            return;
+        }
+        Matcher m = Pattern.compile("^v(\\d+)\\.").matcher(version);
+        if (!m.find() || Integer.parseInt(m.group(1)) < NODE_MAJOR_MIN) {
+            fail("node " + version + " is too old for @microsoft/durabletask-js " + SDK_VERSION + ": " + INSTALL);
+        }
+        Path sdk = JS_DIR.resolve("node_modules/@microsoft/durabletask-js/package.json");
+        if (!Files.isRegularFile(sdk)) {
+            fail("the npm packages of " + JS_DIR + " are not installed (" + sdk + " is missing): " + INSTALL);
+        }
+        String manifest = Files.readString(sdk);
+        if (!manifest.contains("\"version\": \"" + SDK_VERSION + "\"")) {
+            fail(sdk + " is not version " + SDK_VERSION + " (package-lock.json pins it): " + INSTALL);
+        }
+    }
+
+    /** A node process on one of the scripts, its stdout lines queued, its stderr kept in a file under target/. */
+    private static final class Node implements AutoCloseable {
+        final Process process;
+        final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        final List<String> all = java.util.Collections.synchronizedList(new ArrayList<>());
+        final Path stderr;
+
+        Node(String script, String... args) throws IOException {
+            Path logs = Path.of(System.getProperty("user.dir"), "target", "js-e2e");
+            Files.createDirectories(logs);
+            stderr = logs.resolve(script.replace(".js", "") + ".stderr.log");
+            List<String> command = new ArrayList<>(List.of("node", script));
+            command.addAll(List.of(args));
+            process = new ProcessBuilder(command).directory(JS_DIR.toFile())
+                    .redirectError(stderr.toFile()).start();
+            Thread reader = new Thread(() -> {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
+                        StandardCharsets.UTF_8))) {
+                    String line;
+                    while ((line = r.readLine()) != null) {
+                        all.add(line);
+                        lines.add(line);
+                    }
+                } catch (IOException ended) {
+                    // the process ended
+                }
+            }, "node-" + script);
+            reader.setDaemon(true);
+            reader.start();
+        }
+
+        /** The next stdout line, or a failure naming what was expected and what the script said. */
+        String next(Duration timeout, String expecting) throws InterruptedException {
+            String line = lines.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            if (line == null) {
+                fail("node printed no line within " + timeout + " while the test waited for " + expecting + "\n"
+                        + diagnostics());
+            }
+            return line;
+        }
+
+        void send(String line) throws IOException {
+            Writer w = new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
+            w.write(line + "\n");
+            w.flush();
+        }
+
+        String diagnostics() {
+            String err;
+            try {
+                List<String> l = Files.readAllLines(stderr);
+                err = String.join("\n", l.subList(Math.max(0, l.size() - 60), l.size()));
+            } catch (IOException e) {
+                err = "(stderr unreadable: " + e + ")";
+            }
+            return "stdout:\n" + String.join("\n", all) + "\nstderr (last 60 lines of " + stderr + "):\n" + err;
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            if (!process.waitFor(15, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(5, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @Test
+    void theJavaScriptSdkRunsOrchestrationsAgainstServe() throws Exception {
+        try (SidecarHarness hub = new SidecarHarness("dt_js")) {
+            try (Node node = new Node("scenarios.js", String.valueOf(hub.sidecar.port()))) {
+                if (!node.process.waitFor(180, TimeUnit.SECONDS)) {
+                    node.process.destroyForcibly();
+                    fail("scenarios.js did not finish within 180 s\n" + node.diagnostics());
+                }
+                node.process.getInputStream().close();
+                List<String> out;
+                synchronized (node.all) {
+                    out = List.copyOf(node.all);
+                }
+                for (String scenario : SCENARIOS) {
+                    assertTrue(out.contains("PASS " + scenario), scenario + " did not pass\n" + node.diagnostics());
+                }
+                assertEquals(0, node.process.exitValue(), node.diagnostics());
+            }
+        }
+    }
+
+    @Test
+    void aJavaScriptActivityInFlightWhenServeStopsGracefullyIsCommittedAndNotRunAgain() throws Exception {
+        Duration grace = Duration.ofSeconds(30);
+        SidecarConfig[] used = new SidecarConfig[1];
+        try (SidecarHarness hub = new SidecarHarness("dt_js_stop", TestDatabase.newSchemaName("dt_js_stop"), c -> {
+            used[0] = c.withShutdownGrace(grace);
+            return used[0];
+        }); Node node = new Node("graceful-stop.js", String.valueOf(hub.sidecar.port()))) {
+            String started = node.next(Duration.ofSeconds(60), "STARTED (the activity running)");
+            assertTrue(started.startsWith("STARTED "), started + "\n" + node.diagnostics());
+
+            AtomicLong stopMillis = new AtomicLong(-1);
+            Thread stopper = new Thread(() -> {
+                long t0 = System.nanoTime();
+                hub.sidecar.close();
+                stopMillis.set(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            }, "graceful-stop");
+            stopper.start();
+            assertTrue(hub.sidecar.awaitStopping(Duration.ofSeconds(30)), "the stop never began");
+            assertTrue(stopper.isAlive(), "the stop did not wait for the activity the JavaScript worker holds");
+
+            node.send("RELEASE"); // the activity finishes now, inside the grace period
+            stopper.join(TimeUnit.SECONDS.toMillis(25));
+            assertFalse(stopper.isAlive(), "the stop did not end once nothing was outstanding\n"
+                    + node.diagnostics());
+            assertTrue(stopMillis.get() < grace.toMillis() / 2, "the stop took " + stopMillis.get()
+                    + " ms: it waited out the grace period instead of taking the activity's result\n"
+                    + node.diagnostics());
+
+            try (SidecarServer again = SidecarServer.start(hub.provider, used[0].withPort(0))) {
+                node.send("RESTARTED " + again.port());
+                String verdict = node.next(Duration.ofSeconds(90), "PASS/FAIL graceful-stop");
+                assertNotNull(verdict);
+                assertEquals("PASS graceful-stop", verdict, node.diagnostics());
+            }
+        }
+    }
+}
