@@ -29,6 +29,8 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,7 +60,8 @@ final class WorkDispatcher implements AutoCloseable {
     private final ScheduledExecutorService renewer;
     private final AtomicLong streamIds = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final Object settled = new Object();
+    private final ReentrantLock settleLock = new ReentrantLock();
+    private final Condition settled = settleLock.newCondition();
     private final FailureLog fetchFailures = new FailureLog(LOG, "fetching work for the Durable Task workers");
 
     WorkDispatcher(OrchestrationProvider provider, InstanceWatch watch, SidecarConfig config, Clock clock) {
@@ -470,18 +473,21 @@ final class WorkDispatcher implements AutoCloseable {
         }
         long deadline = System.nanoTime() + config.shutdownGrace().toNanos();
         boolean interrupted = false;
-        synchronized (settled) {
+        settleLock.lock();
+        try {
             long left;
             while (heldItems() > 0 && (left = deadline - System.nanoTime()) > 0) {
                 try {
                     // Woken by every result, abandon and dropped stream; the cap only bounds the cost of a
                     // path that lets go of an item without saying so.
-                    TimeUnit.NANOSECONDS.timedWait(settled, Math.min(left, TimeUnit.MILLISECONDS.toNanos(250)));
+                    settled.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(250)));
                 } catch (InterruptedException e) {
                     interrupted = true;
                     break;
                 }
             }
+        } finally {
+            settleLock.unlock();
         }
         if (heldItems() > 0) {
             LOG.info("stopping: the grace period ended with {} item(s) still out; abandoning them", heldItems());
@@ -508,8 +514,11 @@ final class WorkDispatcher implements AutoCloseable {
 
     /** Wakes a stop waiting for the workers' results: an item was let go of. */
     private void settled() {
-        synchronized (settled) {
-            settled.notifyAll();
+        settleLock.lock();
+        try {
+            settled.signalAll();
+        } finally {
+            settleLock.unlock();
         }
     }
 }
