@@ -21,7 +21,6 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -29,45 +28,31 @@ import org.junit.jupiter.api.Test;
 /**
  * {@code serve} driven by Microsoft's Durable Task JavaScript SDK ({@code @microsoft/durabletask-js} 0.4.0 from
  * npm), run by {@code node} on the scripts in {@code src/test/js}. Node and the packages are prerequisites, not
- * options: without them these tests fail and say how to install them ({@code .ci/run} does it).
+ * options: {@link NodeRuntime} provisions what is missing (a pinned Node.js and {@code npm ci}) and, when it cannot,
+ * these tests fail and say what to install.
  */
 class JsSdkEndToEndTest {
     static final Path JS_DIR = Path.of(System.getProperty("user.dir"), "src", "test", "js");
     static final String SDK_VERSION = "0.4.0";
-    private static final int NODE_MAJOR_MIN = 20;
-    private static final String INSTALL = "install Node.js " + NODE_MAJOR_MIN + "+ and run `npm ci --prefix "
-            + "src/test/js` from the project directory (.ci/run does both checks and the npm ci)";
 
     /** What scenarios.js runs; each must report PASS. */
     private static final List<String> SCENARIOS = List.of("activity-chain", "fan-out-fan-in", "timer",
             "external-event", "sub-orchestration", "continue-as-new", "activity-failure", "terminate",
             "suspend-resume");
 
+    /** The node the scripts run with (absolute path), found or provisioned by {@link NodeRuntime}. */
+    private static Path node;
+
     @BeforeAll
     static void nodeAndSdkAreInstalled() throws Exception {
-        String version;
-        try {
-            Process p = new ProcessBuilder("node", "--version").redirectErrorStream(true).start();
-            version = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                p.destroyForcibly();
-                fail("`node --version` failed (" + version + "): " + INSTALL);
-            }
-        } catch (IOException e) {
-            fail("node is not on the PATH (" + e.getMessage() + "): " + INSTALL);
-            return;
-        }
-        Matcher m = Pattern.compile("^v(\\d+)\\.").matcher(version);
-        if (!m.find() || Integer.parseInt(m.group(1)) < NODE_MAJOR_MIN) {
-            fail("node " + version + " is too old for @microsoft/durabletask-js " + SDK_VERSION + ": " + INSTALL);
-        }
+        NodeRuntime.Runtime runtime = NodeRuntime.forProject();
+        node = runtime.node();
         Path sdk = JS_DIR.resolve("node_modules/@microsoft/durabletask-js/package.json");
-        if (!Files.isRegularFile(sdk)) {
-            fail("the npm packages of " + JS_DIR + " are not installed (" + sdk + " is missing): " + INSTALL);
-        }
         String manifest = Files.readString(sdk);
-        if (!manifest.contains("\"version\": \"" + SDK_VERSION + "\"")) {
-            fail(sdk + " is not version " + SDK_VERSION + " (package-lock.json pins it): " + INSTALL);
+        Pattern pinned = Pattern.compile("\"version\"\\s*:\\s*\"" + Pattern.quote(SDK_VERSION) + "\"");
+        if (!pinned.matcher(manifest).find()) {
+            fail(sdk + " is not version " + SDK_VERSION + ": package-lock.json pins another; these tests and "
+                    + "docs/durabletask.md are about " + SDK_VERSION);
         }
     }
 
@@ -82,7 +67,7 @@ class JsSdkEndToEndTest {
             Path logs = Path.of(System.getProperty("user.dir"), "target", "js-e2e");
             Files.createDirectories(logs);
             stderr = logs.resolve(script.replace(".js", "") + ".stderr.log");
-            List<String> command = new ArrayList<>(List.of("node", script));
+            List<String> command = new ArrayList<>(List.of(node.toString(), script));
             command.addAll(List.of(args));
             process = new ProcessBuilder(command).directory(JS_DIR.toFile())
                     .redirectError(stderr.toFile()).start();
