@@ -3,7 +3,6 @@ package io.pgdurable.durabletask;
 import static io.pgdurable.durabletask.SidecarHarness.activity;
 import static io.pgdurable.durabletask.SidecarHarness.orchestration;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,7 +22,6 @@ import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 
@@ -83,13 +81,7 @@ class GracefulStopTest {
             String id = hub.client.scheduleNewOrchestrationInstance("Ship", "order-15");
             assertTrue(c.packStarted.await(WAIT.toSeconds(), TimeUnit.SECONDS), "Pack never started");
 
-            AtomicLong stopMillis = new AtomicLong(-1);
-            Thread stopper = new Thread(() -> {
-                long t0 = System.nanoTime();
-                hub.sidecar.close();
-                stopMillis.set(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
-            }, "graceful-stop");
-            stopper.start();
+            SidecarHarness.GracefulStop stop = hub.stopInBackground();
             assertTrue(hub.sidecar.awaitStopping(WAIT), "the stop never began");
 
             // During the grace period: nothing new gets in (a new worker's Hello, a client call).
@@ -104,14 +96,14 @@ class GracefulStopTest {
             } finally {
                 probe.shutdownNow();
             }
-            assertTrue(stopper.isAlive(), "the stop did not wait for the activity the worker holds");
+            assertTrue(stop.running(), "the stop did not wait for the activity the worker holds");
 
             // The activity finishes inside the grace period; its result gets in and the stop ends early.
             c.releasePack.countDown();
-            stopper.join(TimeUnit.SECONDS.toMillis(20));
-            assertFalse(stopper.isAlive(), "the stop did not end once nothing was outstanding");
-            assertTrue(stopMillis.get() < LONG_GRACE.toMillis() / 2,
-                    "the stop took " + stopMillis.get() + " ms: it waited out the grace period");
+            long stopMillis = stop.await(Duration.ofSeconds(20));
+            assertTrue(stopMillis >= 0, "the stop did not end once nothing was outstanding");
+            assertTrue(stopMillis < LONG_GRACE.toMillis() / 2,
+                    "the stop took " + stopMillis + " ms: it waited out the grace period");
             // Label became due during the grace period (Pack's result woke the orchestration) and was not handed
             // out: only results get in then, no new work goes out.
             assertEquals(0, c.label.get(), "work was handed out during the grace period");

@@ -1,7 +1,6 @@
 package io.pgdurable.durabletask;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -20,7 +19,6 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -155,21 +153,14 @@ class JsSdkEndToEndTest {
             String started = node.next(Duration.ofSeconds(60), "STARTED (the activity running)");
             assertTrue(started.startsWith("STARTED "), started + "\n" + node.diagnostics());
 
-            AtomicLong stopMillis = new AtomicLong(-1);
-            Thread stopper = new Thread(() -> {
-                long t0 = System.nanoTime();
-                hub.sidecar.close();
-                stopMillis.set(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
-            }, "graceful-stop");
-            stopper.start();
+            SidecarHarness.GracefulStop stop = hub.stopInBackground();
             assertTrue(hub.sidecar.awaitStopping(Duration.ofSeconds(30)), "the stop never began");
-            assertTrue(stopper.isAlive(), "the stop did not wait for the activity the JavaScript worker holds");
+            assertTrue(stop.running(), "the stop did not wait for the activity the JavaScript worker holds");
 
             node.send("RELEASE"); // the activity finishes now, inside the grace period
-            stopper.join(TimeUnit.SECONDS.toMillis(25));
-            assertFalse(stopper.isAlive(), "the stop did not end once nothing was outstanding\n"
-                    + node.diagnostics());
-            assertTrue(stopMillis.get() < grace.toMillis() / 2, "the stop took " + stopMillis.get()
+            long stopMillis = stop.await(Duration.ofSeconds(25));
+            assertTrue(stopMillis >= 0, "the stop did not end once nothing was outstanding\n" + node.diagnostics());
+            assertTrue(stopMillis < grace.toMillis() / 2, "the stop took " + stopMillis
                     + " ms: it waited out the grace period instead of taking the activity's result\n"
                     + node.diagnostics());
 

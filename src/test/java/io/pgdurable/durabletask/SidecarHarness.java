@@ -45,6 +45,36 @@ final class SidecarHarness implements AutoCloseable {
         client = new DurableTaskGrpcClientBuilder().grpcChannel(clientChannel).build();
     }
 
+    /** Closes the sidecar on a thread of its own (a graceful stop waits for the workers' results) and times it. */
+    GracefulStop stopInBackground() {
+        return new GracefulStop(sidecar);
+    }
+
+    /** A stop under way on its own thread. */
+    static final class GracefulStop {
+        private final java.util.concurrent.atomic.AtomicLong millis = new java.util.concurrent.atomic.AtomicLong(-1);
+        private final Thread thread;
+
+        private GracefulStop(SidecarServer sidecar) {
+            thread = new Thread(() -> {
+                long t0 = System.nanoTime();
+                sidecar.close();
+                millis.set(java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            }, "graceful-stop");
+            thread.start();
+        }
+
+        boolean running() {
+            return thread.isAlive();
+        }
+
+        /** Waits up to {@code timeout} for the stop to end; its length in ms, or -1 while it still runs. */
+        long await(Duration timeout) throws InterruptedException {
+            thread.join(Math.max(1, timeout.toMillis()));
+            return thread.isAlive() ? -1 : millis.get();
+        }
+    }
+
     /** A worker connected to this sidecar (or another port), with orchestrations and activities. */
     Worker startWorker(UnaryOperator<DurableTaskGrpcWorkerBuilder> setup) {
         return startWorker(sidecar.port(), setup);
