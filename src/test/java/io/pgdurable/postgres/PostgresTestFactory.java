@@ -44,8 +44,8 @@ public class PostgresTestFactory implements ProviderFactory {
      * provider that activates long polling or one that does not. Schemas of one kind go from test to test.
      */
     private String schemaKind() {
-        boolean activates = configure(TestDatabase.config("conf_kind")).build().longPolling();
-        return schemaRecipe() + (activates ? ":activated" : ":plain");
+        String kind = SchemaPool.kindOf(configure(TestDatabase.config("conf_kind")).build());
+        return kind.replaceFirst("^superuser", schemaRecipe());
     }
 
     /** Names what {@link #prepareSchema} does; a binding that overrides it gives its schemas a kind of their own. */

@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>{@code -Dpgdurable.test.schemaPool=false} turns reuse off (every test migrates a schema of its own).
  */
-final class SchemaPool {
+public final class SchemaPool {
     private static final Logger LOG = LoggerFactory.getLogger(SchemaPool.class);
     private static final boolean ENABLED = !"false".equalsIgnoreCase(System.getProperty("pgdurable.test.schemaPool"));
     /** Per kind; more finished schemas than this (only when more tests than this ran at once) are dropped. */
@@ -49,8 +49,13 @@ final class SchemaPool {
 
     private SchemaPool() {}
 
+    /** The kind of the schemas a superuser's provider with this configuration starts on (see the factory). */
+    public static String kindOf(PostgresProviderConfig config) {
+        return "superuser" + (config.longPolling() ? ":activated" : ":plain");
+    }
+
     /** An emptied schema of this kind, or null when none is idle (the caller prepares a fresh one). */
-    static String take(String kind) {
+    public static String take(String kind) {
         if (!ENABLED) {
             return null;
         }
@@ -63,7 +68,7 @@ final class SchemaPool {
     }
 
     /** Records what a fresh schema of this kind looks like, once per kind, right after its first provider opened. */
-    static void noteFresh(String kind, String schema) {
+    public static void noteFresh(String kind, String schema) {
         if (ENABLED && !REFERENCE.containsKey(kind)) {
             try {
                 REFERENCE.putIfAbsent(kind, fingerprint(schema));
@@ -79,7 +84,7 @@ final class SchemaPool {
      * Takes a schema whose providers are all closed: empties it and keeps it for the next test when its catalog is
      * still that of a fresh schema of its kind, drops it otherwise.
      */
-    static void release(String kind, String schema) {
+    public static void release(String kind, String schema) {
         if (ENABLED && reusable(kind, schema)) {
             Deque<String> idle = IDLE.computeIfAbsent(kind, k -> new ConcurrentLinkedDeque<>());
             if (idle.size() < MAX_IDLE) {
@@ -134,11 +139,12 @@ final class SchemaPool {
 
     /**
      * One hash over the schema's catalog, ledger and settings, with the schema's own name taken out (it is part of
-     * qualified names, function bodies and the notify channel) so schemas of one kind compare equal.
+     * qualified names, function bodies and the notify channel) so any two fresh schemas of one kind hash alike, not
+     * only a schema and its own earlier state.
      */
     private static String fingerprint(Connection c, String schema) throws SQLException {
         String q = Identifiers.quote(schema);
-        String sql = "WITH ns AS (SELECT oid FROM pg_namespace WHERE nspname = ?), items(x) AS ("
+        String sql = "WITH ns AS (SELECT oid, nspname FROM pg_namespace WHERE nspname = ?), items(x) AS ("
                 + " SELECT 'n:' || n.nspowner::regrole::text || ':' || COALESCE(n.nspacl::text, '')"
                 + "   FROM pg_namespace n WHERE n.oid = (SELECT oid FROM ns)"
                 + " UNION ALL SELECT 'c:' || c.relname || ':' || c.relkind::text || ':'"
@@ -154,7 +160,8 @@ final class SchemaPool {
                 + "   WHERE c.relnamespace = (SELECT oid FROM ns) AND a.attnum > 0 AND NOT a.attisdropped"
                 + " UNION ALL SELECT 'k:' || conname || ':' || pg_get_constraintdef(oid)"
                 + "   FROM pg_constraint WHERE connamespace = (SELECT oid FROM ns)"
-                + " UNION ALL SELECT 'p:' || p.oid::regprocedure::text || ':' || md5(p.prosrc) || ':'"
+                + " UNION ALL SELECT 'p:' || p.oid::regprocedure::text || ':' || ':'"
+                + "   || md5(replace(p.prosrc, (SELECT nspname FROM ns), '@')) || ':'"
                 + "   || p.proowner::regrole::text"
                 + "   || ':' || COALESCE(p.proacl::text, '') || ':' || COALESCE(array_to_string(p.proconfig, ','), '')"
                 + "   || ':' || p.prosecdef::text FROM pg_proc p WHERE p.pronamespace = (SELECT oid FROM ns)"
