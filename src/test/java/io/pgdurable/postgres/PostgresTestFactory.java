@@ -9,7 +9,10 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Binds the conformance kit to {@link PostgresProvider}: each created provider gets a fresh schema. */
+/**
+ * Binds the conformance kit to {@link PostgresProvider}: each created provider gets a schema of its own with empty
+ * tables, either freshly prepared or one that an earlier test left unchanged, emptied ({@link SchemaPool}).
+ */
 public class PostgresTestFactory implements ProviderFactory {
     private final List<OrchestrationProvider> providers = new ArrayList<>();
     private final List<String> schemas = new ArrayList<>();
@@ -22,10 +25,32 @@ public class PostgresTestFactory implements ProviderFactory {
 
     @Override
     public synchronized OrchestrationProvider createProvider() {
-        currentSchema = TestDatabase.newSchemaName("conf");
+        String kind = schemaKind();
+        String reused = SchemaPool.take(kind);
+        currentSchema = reused != null ? reused : TestDatabase.newSchemaName("conf");
         schemas.add(currentSchema);
-        prepareSchema(currentSchema);
-        return open(currentSchema);
+        if (reused == null) {
+            prepareSchema(currentSchema);
+        }
+        OrchestrationProvider p = open(currentSchema);
+        if (reused == null) {
+            SchemaPool.noteFresh(kind, currentSchema);
+        }
+        return p;
+    }
+
+    /**
+     * Which schemas this factory's providers can start on: prepared by {@link #prepareSchema} and opened by a
+     * provider that activates long polling or one that does not. Schemas of one kind go from test to test.
+     */
+    private String schemaKind() {
+        String kind = SchemaPool.kindOf(configure(TestDatabase.config("conf_kind")).build());
+        return kind.replaceFirst("^superuser", schemaRecipe());
+    }
+
+    /** Names what {@link #prepareSchema} does; a binding that overrides it gives its schemas a kind of their own. */
+    protected String schemaRecipe() {
+        return "superuser";
     }
 
     @Override
@@ -86,8 +111,9 @@ public class PostgresTestFactory implements ProviderFactory {
             p.close();
         }
         providers.clear();
+        String kind = schemas.isEmpty() ? null : schemaKind();
         for (String s : schemas) {
-            TestDatabase.dropSchema(s);
+            SchemaPool.release(kind, s);
         }
         schemas.clear();
     }

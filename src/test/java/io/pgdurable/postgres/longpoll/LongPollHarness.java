@@ -6,6 +6,7 @@ import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.SchemaPool;
 import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.DispatcherCapabilityFilter;
 import io.pgdurable.spi.ExecutionMetadata;
@@ -22,7 +23,7 @@ import java.util.function.UnaryOperator;
 /**
  * A long-polling provider on a schema of its own, started and ready: LISTEN is active and the catch-up scan that
  * follows it has finished, so the timed part of a test starts from a quiet machine. Closing it closes the provider
- * and drops the schema.
+ * and drops the schema (or hands it, emptied, to the next test: SchemaPool).
  */
 final class LongPollHarness implements AutoCloseable {
     static final Duration LONG_LOCK = Duration.ofSeconds(60);
@@ -32,16 +33,24 @@ final class LongPollHarness implements AutoCloseable {
     final String schema;
     final SignalRecorder signals = new SignalRecorder();
     final PostgresProvider provider;
+    private final String kind;
+    private final boolean pooled;
 
-    private LongPollHarness(String schema, UnaryOperator<PostgresProviderConfig.Builder> customize) {
-        this.schema = schema;
-        PostgresProviderConfig.Builder b = TestDatabase.config(schema).longPolling(true).longPollSignals(signals);
+    /** {@code mayReuse}: the caller only needs a schema of its own, so an emptied one may stand in (SchemaPool). */
+    private LongPollHarness(String schema, UnaryOperator<PostgresProviderConfig.Builder> customize, boolean mayReuse) {
+        this.kind = SchemaPool.kindOf(build(schema, customize));
+        String reused = mayReuse ? SchemaPool.take(kind) : null;
+        this.schema = reused != null ? reused : schema;
+        this.pooled = mayReuse;
         PostgresProvider p;
         try {
-            p = PostgresProvider.create(customize.apply(b).build());
+            p = PostgresProvider.create(build(this.schema, customize));
         } catch (RuntimeException | Error e) {
-            TestDatabase.dropSchema(schema);
+            TestDatabase.dropSchema(this.schema);
             throw e;
+        }
+        if (mayReuse && reused == null) {
+            SchemaPool.noteFresh(kind, this.schema);
         }
         this.provider = p;
         try {
@@ -59,12 +68,16 @@ final class LongPollHarness implements AutoCloseable {
     }
 
     static LongPollHarness open(String prefix, UnaryOperator<PostgresProviderConfig.Builder> customize) {
-        return new LongPollHarness(TestDatabase.newSchemaName(prefix), customize);
+        return new LongPollHarness(TestDatabase.newSchemaName(prefix), customize, true);
     }
 
     /** A harness on an existing {@code schema} (dropped when the harness closes). */
     static LongPollHarness onSchema(String schema, UnaryOperator<PostgresProviderConfig.Builder> customize) {
-        return new LongPollHarness(schema, customize);
+        return new LongPollHarness(schema, customize, false);
+    }
+
+    private PostgresProviderConfig build(String schemaName, UnaryOperator<PostgresProviderConfig.Builder> customize) {
+        return customize.apply(TestDatabase.config(schemaName).longPolling(true).longPollSignals(signals)).build();
     }
 
     LongPoller poller() {
@@ -80,7 +93,11 @@ final class LongPollHarness implements AutoCloseable {
         try {
             provider.close();
         } finally {
-            TestDatabase.dropSchema(schema);
+            if (pooled) {
+                SchemaPool.release(kind, schema);
+            } else {
+                TestDatabase.dropSchema(schema);
+            }
         }
     }
 

@@ -44,7 +44,9 @@ public final class PgBouncer {
         if (u == null) {
             synchronized (PgBouncer.class) {
                 if (url == null) {
-                    String configured = setting(URL_SETTING);
+                    // A PgBouncer named by URL sits in front of the machine's server, not in front of an embedded
+                    // server of a chosen major; that one gets a PgBouncer of this JVM's own.
+                    String configured = TestDatabase.chosenMajor() != null ? null : setting(URL_SETTING);
                     String resolved = configured != null ? configured : Started.start(TestDatabase.url());
                     checkSameDatabase(resolved);
                     checkPoolsByTransaction(resolved);
