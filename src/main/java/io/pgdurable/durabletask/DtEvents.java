@@ -2,8 +2,8 @@ package io.pgdurable.durabletask;
 
 import com.google.protobuf.StringValue;
 import com.google.protobuf.Timestamp;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorStartedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorStartedEvent;
 import io.pgdurable.spi.Event;
 import java.time.Instant;
 import java.util.Optional;

@@ -1,8 +1,8 @@
 package io.pgdurable.durabletask;
 
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionStartedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TimerFiredEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionStartedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TimerFiredEvent;
 import io.pgdurable.spi.WorkItem;
 import java.util.ArrayList;
 import java.util.List;

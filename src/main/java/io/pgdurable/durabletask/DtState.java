@@ -1,7 +1,7 @@
 package io.pgdurable.durabletask;
 
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationStatus;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskFailureDetails;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationStatus;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TaskFailureDetails;
 import io.pgdurable.internal.Json;
 import io.pgdurable.spi.ExecutionMetadata;
 import java.util.LinkedHashMap;
@@ -13,18 +13,23 @@ import java.util.Map;
  * execution output (opaque text) whenever the sidecar sets a status, so a status read is one row, never a history
  * scan. The provider's own status stays in its four-value vocabulary (see {@link #providerStatus}).
  */
-record DtState(OrchestrationStatus status, String input, String output, TaskFailureDetails failure) {
+record DtState(OrchestrationStatus status, String input, String output, TaskFailureDetails failure,
+               Map<String, String> tags) {
 
-    static DtState running(String input) {
-        return new DtState(OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING, input, null, null);
+    DtState {
+        tags = tags == null ? Map.of() : Map.copyOf(tags);
+    }
+
+    static DtState running(String input, Map<String, String> tags) {
+        return new DtState(OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING, input, null, null, tags);
     }
 
     DtState withStatus(OrchestrationStatus newStatus) {
-        return new DtState(newStatus, input, output, failure);
+        return new DtState(newStatus, input, output, failure, tags);
     }
 
     DtState finished(OrchestrationStatus newStatus, String newOutput, TaskFailureDetails newFailure) {
-        return new DtState(newStatus, input, newOutput, newFailure);
+        return new DtState(newStatus, input, newOutput, newFailure, tags);
     }
 
     boolean isTerminal() {
@@ -60,6 +65,9 @@ record DtState(OrchestrationStatus status, String input, String output, TaskFail
         if (failure != null) {
             json.put("failure", DtPayload.wrap(failure));
         }
+        if (!tags.isEmpty()) {
+            json.put("tags", new java.util.TreeMap<>(tags));
+        }
         return Json.write(json);
     }
 
@@ -74,7 +82,12 @@ record DtState(OrchestrationStatus status, String input, String output, TaskFail
                 if (m.get("dt_status") instanceof String s) {
                     TaskFailureDetails failure = m.get("failure") instanceof String f
                             ? DtPayload.unwrap(f, TaskFailureDetails.parser()) : null;
-                    return new DtState(fromShortName(s), (String) m.get("input"), (String) m.get("output"), failure);
+                    Map<String, String> tags = new LinkedHashMap<>();
+                    if (m.get("tags") instanceof Map<?, ?> t) {
+                        t.forEach((k, v) -> tags.put(String.valueOf(k), String.valueOf(v)));
+                    }
+                    return new DtState(fromShortName(s), (String) m.get("input"), (String) m.get("output"), failure,
+                            tags);
                 }
             } catch (IllegalArgumentException | ClassCastException notOurs) {
                 // falls through: not an envelope
@@ -85,7 +98,7 @@ record DtState(OrchestrationStatus status, String input, String output, TaskFail
             case ExecutionMetadata.FAILED -> OrchestrationStatus.ORCHESTRATION_STATUS_FAILED;
             default -> OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING;
         };
-        return new DtState(s, null, json, null);
+        return new DtState(s, null, json, null, Map.of());
     }
 
     static String shortName(OrchestrationStatus s) {

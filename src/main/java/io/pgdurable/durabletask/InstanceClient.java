@@ -1,25 +1,27 @@
 package io.pgdurable.durabletask;
 
-import com.google.protobuf.GeneratedMessageV3;
-import com.google.protobuf.UnknownFieldSet;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateInstanceRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateInstanceResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventRaisedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionResumedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionStartedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionSuspendedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionTerminatedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.GetInstanceResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.InstanceQuery;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationInstance;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationState;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationStatus;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.PurgeInstanceFilter;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.QueryInstancesResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.RaiseEventRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ResumeRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SuspendRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TerminateRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CreateInstanceRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CreateInstanceResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EventRaisedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionResumedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionStartedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionSuspendedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionTerminatedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.GetInstanceResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ListInstanceIdsRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ListInstanceIdsResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RestartInstanceRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.InstanceQuery;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationInstance;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationState;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationStatus;
+import io.pgdurable.durabletask.protocol.OrchestratorService.PurgeInstanceFilter;
+import io.pgdurable.durabletask.protocol.OrchestratorService.QueryInstancesResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RaiseEventRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ResumeRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SuspendRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TerminateRequest;
 import io.grpc.Context;
 import io.grpc.Deadline;
 import io.grpc.Status;
@@ -52,8 +54,6 @@ import java.util.function.Predicate;
 final class InstanceClient {
     /** Page size of a query that names none. */
     static final int DEFAULT_PAGE = 100;
-    /** The field number of {@code recursive} in newer protocol versions of TerminateRequest and PurgeInstancesRequest. */
-    private static final int RECURSIVE_FIELD = 3;
 
     private final OrchestrationProvider provider;
     private final ProviderAdmin admin;
@@ -90,6 +90,7 @@ final class InstanceClient {
         if (r.hasInput()) {
             s.setInput(r.getInput());
         }
+        s.putAllTags(r.getTagsMap());
         Duration delay = null;
         if (r.hasScheduledStartTimestamp()) {
             s.setScheduledStartTimestamp(r.getScheduledStartTimestamp());
@@ -182,7 +183,7 @@ final class InstanceClient {
         }
         provider.enqueueForOrchestrator(DtMessages.terminate(r.getInstanceId(),
                 DtEvents.event(DtEvents.NO_ID, clock.instant()).setExecutionTerminated(e).build(),
-                recursive(r)), null);
+                r.getRecursive()), null);
     }
 
     void suspend(SuspendRequest r) throws StatusException {
@@ -239,15 +240,15 @@ final class InstanceClient {
         return out.build();
     }
 
-    /** Deletes a finished instance with its sub-orchestrations (the provider keeps no orphaned children). */
-    int purge(String id) throws StatusException {
+    /**
+     * Deletes a finished instance with its sub-orchestrations (the provider keeps no orphaned children, so this
+     * happens whether or not the request asks for a recursive purge). An instance not found or not finished is
+     * not purged: the answer counts 0, as every SDK's purge documents (1.5.0's included).
+     */
+    int purge(String id) {
         Optional<InstanceInfo> info = info(id);
-        if (info.isEmpty()) {
+        if (info.isEmpty() || !state(info.get()).isTerminal()) {
             return 0;
-        }
-        if (!state(info.get()).isTerminal()) {
-            throw Status.FAILED_PRECONDITION.withDescription("instance '" + id + "' has not finished; terminate it "
-                    + "first").asException();
         }
         return (int) admin.deleteInstancesAtomic(admin.getInstanceTree(id).allIds(), true).instancesDeleted();
     }
@@ -333,6 +334,7 @@ final class InstanceClient {
         if (s.failure() != null) {
             b.setFailureDetails(s.failure());
         }
+        b.putAllTags(s.tags());
         provider.getCustomStatus(info.instanceId(), -1).flatMap(CustomStatus::value)
                 .ifPresent(c -> b.setCustomStatus(DtEvents.string(c)));
         return b.build();
@@ -360,11 +362,111 @@ final class InstanceClient {
         return set;
     }
 
-    /** The {@code recursive} flag newer clients send (field 3); the 1.5.0 client never does. */
-    static boolean recursive(GeneratedMessageV3 request) {
-        UnknownFieldSet unknown = request.getUnknownFields();
-        return unknown.hasField(RECURSIVE_FIELD)
-                && unknown.getField(RECURSIVE_FIELD).getVarintList().stream().anyMatch(v -> v != 0);
+    /**
+     * One page of instance ids in id order, optionally only those with the given statuses and (for finished
+     * instances) completed within the given range. The key of the page's last id continues the listing.
+     */
+    ListInstanceIdsResponse listInstanceIds(ListInstanceIdsRequest r) {
+        int page = r.getPageSize() > 0 ? r.getPageSize() : DEFAULT_PAGE;
+        String after = r.hasLastInstanceKey() ? r.getLastInstanceKey().getValue() : "";
+        Set<OrchestrationStatus> statuses = statusSet(r.getRuntimeStatusList());
+        Instant from = r.hasCompletedTimeFrom() ? DtEvents.instant(r.getCompletedTimeFrom()) : null;
+        Instant to = r.hasCompletedTimeTo() ? DtEvents.instant(r.getCompletedTimeTo()) : null;
+        List<String> ids = new ArrayList<>(admin.listInstances());
+        ids.removeIf(id -> id.compareTo(after) <= 0);
+        ids.sort(null);
+        ListInstanceIdsResponse.Builder out = ListInstanceIdsResponse.newBuilder();
+        String last = null;
+        for (String id : ids) {
+            if (out.getInstanceIdsCount() >= page) {
+                out.setLastInstanceKey(DtEvents.string(last));
+                break;
+            }
+            Optional<InstanceInfo> info = info(id);
+            if (info.isEmpty()) {
+                continue;
+            }
+            last = id;
+            DtState s = state(info.get());
+            if (!statuses.isEmpty() && !statuses.contains(s.status())) {
+                continue;
+            }
+            if (from != null || to != null) {
+                if (!s.isTerminal()) {
+                    continue;
+                }
+                Instant completed = Instant.ofEpochMilli(info.get().updatedAtMs());
+                if ((from != null && completed.isBefore(from)) || (to != null && completed.isAfter(to))) {
+                    continue;
+                }
+            }
+            out.addInstanceIds(id);
+        }
+        return out.build();
+    }
+
+    /** The history of the instance's current execution, in event order; NOT_FOUND for an unknown instance. */
+    List<HistoryEvent> history(String id) throws StatusException {
+        requireId(id);
+        if (info(id).isEmpty()) {
+            throw Status.NOT_FOUND.withDescription("orchestration instance '" + id + "' not found").asException();
+        }
+        List<HistoryEvent> out = new ArrayList<>();
+        for (io.pgdurable.spi.Event e : admin.readHistoryWithExecutionId(id, admin.latestExecutionId(id))) {
+            DtEvents.fromEvent(e).ifPresent(out::add);
+        }
+        return out;
+    }
+
+    /**
+     * Starts the instance again from its original name, version, input and tags: under a new id, or under the same
+     * id once it has finished (a running instance is refused: its history would be lost under it).
+     */
+    CreateInstanceResponse restart(RestartInstanceRequest r) throws StatusException {
+        requireId(r.getInstanceId());
+        Optional<InstanceInfo> info = info(r.getInstanceId());
+        if (info.isEmpty()) {
+            throw Status.NOT_FOUND.withDescription("orchestration instance '" + r.getInstanceId() + "' not found")
+                    .asException();
+        }
+        DtState s = state(info.get());
+        if (!r.getRestartWithNewInstanceId() && !s.isTerminal()) {
+            throw Status.FAILED_PRECONDITION.withDescription("orchestration instance '" + r.getInstanceId()
+                    + "' has not finished (" + DtState.shortName(s.status()) + "); restart it under a new instance "
+                    + "id, or terminate it first").asException();
+        }
+        ExecutionStartedEvent original = originalStart(r.getInstanceId());
+        CreateInstanceRequest.Builder again = CreateInstanceRequest.newBuilder()
+                .setName(original != null ? original.getName() : info.get().orchestrationName())
+                .putAllTags(original != null ? original.getTagsMap() : s.tags());
+        if (!r.getRestartWithNewInstanceId()) {
+            again.setInstanceId(r.getInstanceId());
+        }
+        if (original != null && original.hasVersion()) {
+            again.setVersion(original.getVersion());
+        }
+        if (original != null && original.hasInput()) {
+            again.setInput(original.getInput());
+        } else if (s.input() != null) {
+            again.setInput(DtEvents.string(s.input()));
+        }
+        return start(again.build());
+    }
+
+    /** The first execution's start event (its input is the one the instance was created with), if still stored. */
+    private ExecutionStartedEvent originalStart(String id) {
+        List<Long> executions = admin.listExecutions(id);
+        if (executions.isEmpty()) {
+            return null;
+        }
+        long first = executions.stream().mapToLong(Long::longValue).min().getAsLong();
+        for (io.pgdurable.spi.Event e : admin.readHistoryWithExecutionId(id, first)) {
+            Optional<HistoryEvent> h = DtEvents.fromEvent(e);
+            if (h.isPresent() && h.get().hasExecutionStarted()) {
+                return h.get().getExecutionStarted();
+            }
+        }
+        return null;
     }
 
     private static void requireId(String id) throws StatusException {

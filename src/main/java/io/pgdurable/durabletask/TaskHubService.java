@@ -1,34 +1,58 @@
 package io.pgdurable.durabletask;
 
 import com.google.protobuf.Empty;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ActivityResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CompleteTaskResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateInstanceRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateInstanceResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateTaskHubRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateTaskHubResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.DeleteTaskHubRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.DeleteTaskHubResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.GetInstanceRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.GetInstanceResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.GetWorkItemsRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.PurgeInstancesRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.PurgeInstancesResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.QueryInstancesRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.QueryInstancesResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.RaiseEventRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.RaiseEventResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ResumeRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ResumeResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.RewindInstanceRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.RewindInstanceResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SuspendRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SuspendResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TerminateRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TerminateResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.WorkItem;
-import com.microsoft.durabletask.implementation.protobuf.TaskHubSidecarServiceGrpc.TaskHubSidecarServiceImplBase;
+import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonActivityTaskRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonActivityTaskResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonEntityTaskRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonEntityTaskResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonOrchestrationTaskRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonOrchestrationTaskResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ActivityResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CleanEntityStorageRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CleanEntityStorageResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchResult;
+import io.pgdurable.durabletask.protocol.OrchestratorService.GetEntityRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.GetEntityResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryChunk;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ListInstanceIdsRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ListInstanceIdsResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.QueryEntitiesRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.QueryEntitiesResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RestartInstanceRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RestartInstanceResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SignalEntityRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SignalEntityResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SkipGracefulOrchestrationTerminationsRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SkipGracefulOrchestrationTerminationsResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.StreamInstanceHistoryRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CompleteTaskResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CreateInstanceRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CreateInstanceResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CreateTaskHubRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CreateTaskHubResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.DeleteTaskHubRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.DeleteTaskHubResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.GetInstanceRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.GetInstanceResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.GetWorkItemsRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.PurgeInstancesRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.PurgeInstancesResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.QueryInstancesRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.QueryInstancesResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RaiseEventRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RaiseEventResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ResumeRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ResumeResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RewindInstanceRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RewindInstanceResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SuspendRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SuspendResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TerminateRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TerminateResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.WorkItem;
+import io.pgdurable.durabletask.protocol.TaskHubSidecarServiceGrpc;
 import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.ServerCallStreamObserver;
@@ -38,7 +62,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** The TaskHubSidecarService RPCs: each handler validates, delegates and maps failures to gRPC statuses. */
-final class TaskHubService extends TaskHubSidecarServiceImplBase {
+final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io.grpc.BindableService {
     private static final Logger LOG = LoggerFactory.getLogger(TaskHubService.class);
 
     private final WorkDispatcher dispatcher;
@@ -47,6 +71,12 @@ final class TaskHubService extends TaskHubSidecarServiceImplBase {
     TaskHubService(WorkDispatcher dispatcher, InstanceClient client) {
         this.dispatcher = dispatcher;
         this.client = client;
+    }
+
+    /** Requests from SDKs of Dapr's protocol fork are read too (see {@link ForkTolerance}). */
+    @Override
+    public io.grpc.ServerServiceDefinition bindService() {
+        return ForkTolerance.apply(TaskHubSidecarServiceGrpc.bindService(this));
     }
 
     @FunctionalInterface
@@ -85,7 +115,7 @@ final class TaskHubService extends TaskHubSidecarServiceImplBase {
 
     @Override
     public void getWorkItems(GetWorkItemsRequest request, StreamObserver<WorkItem> out) {
-        dispatcher.open((ServerCallStreamObserver<WorkItem>) out);
+        dispatcher.open(request, (ServerCallStreamObserver<WorkItem>) out);
     }
 
     @Override
@@ -164,15 +194,120 @@ final class TaskHubService extends TaskHubSidecarServiceImplBase {
     }
 
     @Override
+    public void listInstanceIds(ListInstanceIdsRequest request, StreamObserver<ListInstanceIdsResponse> out) {
+        answer(out, "ListInstanceIds", () -> client.listInstanceIds(request));
+    }
+
+    /** The history of the instance's current execution, in chunks of at most {@value #HISTORY_CHUNK} events. */
+    @Override
+    public void streamInstanceHistory(StreamInstanceHistoryRequest request, StreamObserver<HistoryChunk> out) {
+        java.util.List<HistoryEvent> events;
+        try {
+            events = client.history(request.getInstanceId());
+        } catch (StatusException e) {
+            out.onError(e);
+            return;
+        } catch (ProviderException e) {
+            Status s = e.retryable() ? Status.UNAVAILABLE : Status.INTERNAL;
+            out.onError(s.withDescription("StreamInstanceHistory: " + e.getMessage()).asException());
+            return;
+        }
+        for (int i = 0; i < events.size(); i += HISTORY_CHUNK) {
+            out.onNext(HistoryChunk.newBuilder()
+                    .addAllEvents(events.subList(i, Math.min(events.size(), i + HISTORY_CHUNK))).build());
+        }
+        out.onCompleted();
+    }
+
+    static final int HISTORY_CHUNK = 200;
+
+    @Override
+    public void restartInstance(RestartInstanceRequest request, StreamObserver<RestartInstanceResponse> out) {
+        answer(out, "RestartInstance", () -> RestartInstanceResponse.newBuilder()
+                .setInstanceId(client.restart(request).getInstanceId()).build());
+    }
+
+    @Override
+    public void abandonTaskOrchestratorWorkItem(AbandonOrchestrationTaskRequest request,
+                                                StreamObserver<AbandonOrchestrationTaskResponse> out) {
+        answer(out, "AbandonTaskOrchestratorWorkItem", () -> {
+            dispatcher.abandon(request.getCompletionToken());
+            return AbandonOrchestrationTaskResponse.getDefaultInstance();
+        });
+    }
+
+    @Override
+    public void abandonTaskActivityWorkItem(AbandonActivityTaskRequest request,
+                                            StreamObserver<AbandonActivityTaskResponse> out) {
+        answer(out, "AbandonTaskActivityWorkItem", () -> {
+            dispatcher.abandon(request.getCompletionToken());
+            return AbandonActivityTaskResponse.getDefaultInstance();
+        });
+    }
+
+    // Durable entities are not supported yet: every entity RPC says so by name instead of a generic UNIMPLEMENTED.
+
+    private static void noEntities(StreamObserver<?> out, String rpc) {
+        out.onError(Status.UNIMPLEMENTED.withDescription(rpc + ": durable entities are not supported by the "
+                + "pgdurable sidecar").asException());
+    }
+
+    @Override
+    public void signalEntity(SignalEntityRequest request, StreamObserver<SignalEntityResponse> out) {
+        noEntities(out, "SignalEntity");
+    }
+
+    @Override
+    public void getEntity(GetEntityRequest request, StreamObserver<GetEntityResponse> out) {
+        noEntities(out, "GetEntity");
+    }
+
+    @Override
+    public void queryEntities(QueryEntitiesRequest request, StreamObserver<QueryEntitiesResponse> out) {
+        noEntities(out, "QueryEntities");
+    }
+
+    @Override
+    public void cleanEntityStorage(CleanEntityStorageRequest request, StreamObserver<CleanEntityStorageResponse> out) {
+        noEntities(out, "CleanEntityStorage");
+    }
+
+    @Override
+    public void completeEntityTask(EntityBatchResult request, StreamObserver<CompleteTaskResponse> out) {
+        noEntities(out, "CompleteEntityTask");
+    }
+
+    @Override
+    public void abandonTaskEntityWorkItem(AbandonEntityTaskRequest request,
+                                          StreamObserver<AbandonEntityTaskResponse> out) {
+        noEntities(out, "AbandonTaskEntityWorkItem");
+    }
+
+    @Override
+    public void skipGracefulOrchestrationTerminations(SkipGracefulOrchestrationTerminationsRequest request,
+            StreamObserver<SkipGracefulOrchestrationTerminationsResponse> out) {
+        // Graceful terminations wait on entity locks, which this sidecar does not have.
+        noEntities(out, "SkipGracefulOrchestrationTerminations");
+    }
+
+    @Override
     public void purgeInstances(PurgeInstancesRequest request, StreamObserver<PurgeInstancesResponse> out) {
         answer(out, "PurgeInstances", () -> {
             int deleted = switch (request.getRequestCase()) {
                 case INSTANCEID -> client.purge(request.getInstanceId());
                 case PURGEINSTANCEFILTER -> client.purge(request.getPurgeInstanceFilter());
+                case INSTANCEBATCH -> {
+                    int n = 0;
+                    for (String id : request.getInstanceBatch().getInstanceIdsList()) {
+                        n += client.purge(id);
+                    }
+                    yield n;
+                }
                 default -> throw Status.INVALID_ARGUMENT.withDescription("name an instance id or a filter")
                         .asException();
             };
-            return PurgeInstancesResponse.newBuilder().setDeletedInstanceCount(deleted).build();
+            return PurgeInstancesResponse.newBuilder().setDeletedInstanceCount(deleted)
+                    .setIsComplete(com.google.protobuf.BoolValue.of(true)).build();
         });
     }
 
@@ -197,7 +332,7 @@ final class TaskHubService extends TaskHubSidecarServiceImplBase {
 
     @Override
     public void rewindInstance(RewindInstanceRequest request, StreamObserver<RewindInstanceResponse> out) {
-        out.onError(Status.UNIMPLEMENTED.withDescription("rewind is not supported by the pgdurable sidecar")
-                .asException());
+        out.onError(Status.UNIMPLEMENTED.withDescription("RewindInstance: rewinding a failed instance is not "
+                + "supported by the pgdurable sidecar; restart it (RestartInstance) instead").asException());
     }
 }

@@ -1,30 +1,30 @@
 package io.pgdurable.durabletask;
 
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ActivityRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CompleteOrchestrationAction;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ContinueAsNewEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateSubOrchestrationAction;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.CreateTimerAction;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventRaisedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventSentEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionCompletedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionStartedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionTerminatedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationInstance;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationStatus;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorAction;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ParentInstanceInfo;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ScheduleTaskAction;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SendEventAction;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SubOrchestrationInstanceCompletedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SubOrchestrationInstanceCreatedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SubOrchestrationInstanceFailedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskFailureDetails;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskScheduledEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TimerCreatedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ActivityRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CompleteOrchestrationAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ContinueAsNewEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CreateSubOrchestrationAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CreateTimerAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EventRaisedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EventSentEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionCompletedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionStartedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionTerminatedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationInstance;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationStatus;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ParentInstanceInfo;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ScheduleTaskAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SendEventAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SubOrchestrationInstanceCompletedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SubOrchestrationInstanceCreatedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SubOrchestrationInstanceFailedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TaskFailureDetails;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TaskScheduledEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TimerCreatedEvent;
 import io.pgdurable.internal.Json;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.Events;
@@ -293,7 +293,7 @@ final class TurnApplier {
                 .setExecutionId(DtEvents.string(dtExecutionId)).build();
         DtState finalState = null;
 
-        for (OrchestratorAction a : response.getActionsList()) {
+        for (OrchestratorAction a : carriedOut(t, response)) {
             int id = a.getId();
             switch (a.getOrchestratorActionTypeCase()) {
                 case SCHEDULETASK -> {
@@ -309,6 +309,8 @@ final class TurnApplier {
                         ev.setInput(st.getInput());
                         req.setInput(st.getInput());
                     }
+                    ev.putAllTags(st.getTagsMap());
+                    req.putAllTags(st.getTagsMap());
                     delta.add(DtEvents.toEvent(nextId[0]++, DtEvents.event(id, now).setTaskScheduled(ev).build()));
                     workerItems.add(new WorkItem.ActivityExecute(t.instance, t.executionId, id, st.getName(),
                             DtPayload.wrap(req.build())));
@@ -338,6 +340,8 @@ final class TurnApplier {
                         ev.setInput(cs.getInput());
                         child.setInput(cs.getInput());
                     }
+                    ev.putAllTags(cs.getTagsMap());
+                    child.putAllTags(cs.getTagsMap());
                     delta.add(DtEvents.toEvent(nextId[0]++, DtEvents.event(id, now)
                             .setSubOrchestrationInstanceCreated(ev).build()));
                     orchestratorItems.add(DtMessages.start(cs.getInstanceId(),
@@ -371,8 +375,8 @@ final class TurnApplier {
                         cancelled.add(new ScheduledActivityIdentifier(t.instance, t.executionId, open));
                     }
                 }
-                default -> LOG.warn("instance {}: ignoring an action of unknown kind {}", t.instance,
-                        a.getOrchestratorActionTypeCase());
+                default -> throw new IllegalStateException("unreachable: " + a.getOrchestratorActionTypeCase()
+                        + " passed carriedOut()");
             }
         }
 
@@ -391,7 +395,7 @@ final class TurnApplier {
         }
         DtState state = finalState;
         if (state == null && (t.firstTurn || t.suspensionChanged)) {
-            state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()))
+            state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()), started.getTagsMap())
                     .withStatus(t.suspended ? OrchestrationStatus.ORCHESTRATION_STATUS_SUSPENDED
                             : OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING);
         }
@@ -402,12 +406,57 @@ final class TurnApplier {
                 state != null);
     }
 
+    /**
+     * The actions to carry out: the worker's, unless one of them is of a kind this sidecar cannot carry out
+     * (entity messages, terminating or rewinding another instance, or a kind newer than this sidecar's protocol).
+     * Then none of them is carried out and the execution fails instead, naming the action, so the instance never
+     * waits for something that will not happen.
+     */
+    private static List<OrchestratorAction> carriedOut(Turn t, OrchestratorResponse response) {
+        if (response.getIsPartial() || response.hasChunkIndex()) {
+            return List.of(failing(t, response.getActionsCount() > 0 ? response.getActions(0).getId() : 0,
+                    "a chunked orchestrator response (isPartial/chunkIndex) is not supported by the pgdurable "
+                            + "sidecar"));
+        }
+        for (OrchestratorAction a : response.getActionsList()) {
+            String unsupported = switch (a.getOrchestratorActionTypeCase()) {
+                case SCHEDULETASK, CREATETIMER, CREATESUBORCHESTRATION, SENDEVENT, COMPLETEORCHESTRATION -> null;
+                case SENDENTITYMESSAGE -> "sendEntityMessage (durable entities are not supported by the pgdurable "
+                        + "sidecar)";
+                case TERMINATEORCHESTRATION -> "terminateOrchestration (terminating another instance from an "
+                        + "orchestration is not supported by the pgdurable sidecar)";
+                case REWINDORCHESTRATION -> "rewindOrchestration (rewind is not supported by the pgdurable sidecar)";
+                case ORCHESTRATORACTIONTYPE_NOT_SET -> a.getUnknownFields().asMap().isEmpty()
+                        ? "an action with no kind"
+                        : "an action of a kind this sidecar's protocol version does not know (field "
+                        + a.getUnknownFields().asMap().keySet() + ")";
+            };
+            if (unsupported != null) {
+                return List.of(failing(t, a.getId(), "orchestration action #" + a.getId() + " is unsupported: "
+                        + unsupported));
+            }
+        }
+        return response.getActionsList();
+    }
+
+    private static OrchestratorAction failing(Turn t, int id, String message) {
+        LOG.warn("instance {}: failing the orchestration: {}", t.instance, message);
+        TaskFailureDetails why = TaskFailureDetails.newBuilder().setErrorType("UnsupportedAction")
+                .setErrorMessage(message).setIsNonRetriable(true).build();
+        return OrchestratorAction.newBuilder().setId(id)
+                .setCompleteOrchestration(CompleteOrchestrationAction.newBuilder()
+                        .setOrchestrationStatus(OrchestrationStatus.ORCHESTRATION_STATUS_FAILED)
+                        .setFailureDetails(why))
+                .build();
+    }
+
     private DtState completeExecution(Turn t, CompleteOrchestrationAction c, int id, Instant now,
                                       ExecutionStartedEvent started, OrchestrationInstance self, List<Event> delta,
                                       List<WorkItem> orchestratorItems, long[] nextId) {
         OrchestrationStatus status = c.getOrchestrationStatus();
         String result = DtEvents.text(c.hasResult(), c.getResult());
-        DtState state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()));
+        DtState state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()),
+                started.getTagsMap());
         if (status == OrchestrationStatus.ORCHESTRATION_STATUS_CONTINUED_AS_NEW) {
             ContinueAsNewEvent.Builder can = ContinueAsNewEvent.newBuilder();
             if (c.hasResult()) {

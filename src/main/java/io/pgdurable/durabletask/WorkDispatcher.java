@@ -1,12 +1,13 @@
 package io.pgdurable.durabletask;
 
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ActivityRequest;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ActivityResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskCompletedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskFailedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.WorkItem;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ActivityRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ActivityResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.GetWorkItemsRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TaskCompletedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TaskFailedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.WorkItem;
 import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.ServerCallStreamObserver;
@@ -38,13 +39,16 @@ import org.slf4j.LoggerFactory;
  * Feeds the workers' {@code GetWorkItems} streams from the provider and commits what they send back.
  *
  * <p>Each open stream has two lanes (threads): one fetches orchestration turns, one activities, each with a
- * long-polled fetch and at most one item of its kind on the stream at a time — the 1.5.0 worker runs one item at a
- * time, so anything more would only age leases in its inbox. Nothing is fetched while no stream is open.
+ * long-polled fetch and at most as many items of its kind on the stream at a time as the worker declared in its
+ * request ({@code maxConcurrentOrchestrationWorkItems}, {@code maxConcurrentActivityWorkItems}); a worker that
+ * declares none (the 1.5.0 worker, which runs one item at a time) gets one, since more would only age leases in its
+ * inbox. Nothing is fetched while no stream is open.
  *
- * <p>Items on a stream are tracked by the keys the worker answers with (it sends no token): the instance id for a
- * turn, (instance id, task id) for an activity. Their leases are renewed while the worker holds them. When a
- * stream ends, everything it held is abandoned at once (lease expiry is the backstop for a worker that vanishes
- * without its connection closing).
+ * <p>Items on a stream are tracked by the keys the worker answers with (the 1.5.0 worker sends no token): the
+ * instance id for a turn, (instance id, task id) for an activity. Each item also carries a completion token, which
+ * newer workers send back to abandon it. Leases are renewed while the worker holds them. When a stream ends,
+ * everything it held is abandoned at once (lease expiry is the backstop for a worker that vanishes without its
+ * connection closing).
  */
 final class WorkDispatcher implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(WorkDispatcher.class);
@@ -80,21 +84,68 @@ final class WorkDispatcher implements AutoCloseable {
 
     record ActivityKey(String instance, int taskId) {}
 
-    private record HeldTurn(TurnApplier.Turn turn, WorkStream stream) {}
+    private record HeldTurn(TurnApplier.Turn turn, WorkStream stream, String token) {}
 
-    private record HeldActivity(String lockToken, long executionId, WorkStream stream) {}
+    private record HeldActivity(String lockToken, long executionId, WorkStream stream, String token) {}
+
+    /** Completion token → the key its item is held under ({@code String} instance or {@link ActivityKey}). */
+    private final Map<String, Object> tokens = new ConcurrentHashMap<>();
+    private final AtomicLong tokenSeq = new AtomicLong();
+
+    /** Upper bound on a worker's declared concurrency: more would only age leases in its inbox. */
+    static final int MAX_CONCURRENCY = 1_000;
 
     /** Starts serving a worker's stream; returns at once. */
-    void open(ServerCallStreamObserver<WorkItem> observer) {
+    void open(GetWorkItemsRequest request, ServerCallStreamObserver<WorkItem> observer) {
         if (closed.get()) {
             observer.onError(Status.UNAVAILABLE.withDescription("the sidecar is stopping").asException());
             return;
         }
-        WorkStream s = new WorkStream(streamIds.incrementAndGet(), observer);
+        WorkStream s = new WorkStream(streamIds.incrementAndGet(), observer,
+                slots(request.getMaxConcurrentOrchestrationWorkItems()),
+                slots(request.getMaxConcurrentActivityWorkItems()));
         observer.setOnCancelHandler(() -> drop(s, "the worker disconnected"));
         streams.add(s);
         s.start();
-        LOG.info("worker stream {} opened ({} open)", s.id, streams.size());
+        LOG.info("worker stream {} opened ({} open; up to {} turn(s) and {} activity item(s) at a time)", s.id,
+                streams.size(), s.orchestrationLimit, s.activityLimit);
+    }
+
+    private static int slots(int declared) {
+        return declared <= 0 ? 1 : Math.min(declared, MAX_CONCURRENCY);
+    }
+
+    private String newToken(WorkStream s, Object key) {
+        String token = s.id + "-" + tokenSeq.incrementAndGet();
+        tokens.put(token, key);
+        return token;
+    }
+
+    /**
+     * Releases an item the worker will not run (it rejected it, e.g. a version it does not serve): its lease ends
+     * now, so it is fetched again at once, and the stream's slot is free for other work. An unknown token (the item
+     * was completed, or its stream ended) is a no-op: the item is released either way.
+     */
+    void abandon(String token) {
+        if (token.isEmpty()) {
+            throw new IllegalArgumentException("a completion token is required");
+        }
+        Object key = tokens.remove(token);
+        if (key instanceof String instance) {
+            HeldTurn held = turns.get(instance);
+            if (held != null && held.token.equals(token) && turns.remove(instance, held)) {
+                abandonQuietly(held.turn.lockToken, null);
+                held.stream.orchestrationSlot.release();
+                LOG.debug("instance {}: the worker abandoned its turn", instance);
+            }
+        } else if (key instanceof ActivityKey ak) {
+            HeldActivity held = activities.get(ak);
+            if (held != null && held.token.equals(token) && activities.remove(ak, held)) {
+                abandonActivityQuietly(held.lockToken);
+                held.stream.activitySlot.release();
+                LOG.debug("activity #{} of {}: the worker abandoned it", ak.taskId(), ak.instance());
+            }
+        }
     }
 
     int openStreams() {
@@ -109,6 +160,9 @@ final class WorkDispatcher implements AutoCloseable {
 
     void completeOrchestration(OrchestratorResponse response) throws StatusException {
         HeldTurn held = turns.remove(response.getInstanceId());
+        if (held != null) {
+            tokens.remove(held.token);
+        }
         if (held == null) {
             // Its stream ended and the turn was abandoned (it runs again); an error would only make the 1.5.0
             // worker drop its stream and pause for 5 s.
@@ -158,6 +212,9 @@ final class WorkDispatcher implements AutoCloseable {
     void completeActivity(ActivityResponse response) throws StatusException {
         ActivityKey key = new ActivityKey(response.getInstanceId(), response.getTaskId());
         HeldActivity held = activities.remove(key);
+        if (held != null) {
+            tokens.remove(held.token);
+        }
         if (held == null) {
             LOG.info("ignoring a late result of activity #{} of {}: it is no longer held here",
                     response.getTaskId(), response.getInstanceId());
@@ -204,46 +261,56 @@ final class WorkDispatcher implements AutoCloseable {
     private final class WorkStream {
         final long id;
         final ServerCallStreamObserver<WorkItem> observer;
-        final Semaphore orchestrationSlot = new Semaphore(1);
-        final Semaphore activitySlot = new Semaphore(1);
+        final int orchestrationLimit;
+        final int activityLimit;
+        final Semaphore orchestrationSlot;
+        final Semaphore activitySlot;
         final AtomicBoolean open = new AtomicBoolean(true);
         final List<Thread> lanes = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-        WorkStream(long id, ServerCallStreamObserver<WorkItem> observer) {
+        WorkStream(long id, ServerCallStreamObserver<WorkItem> observer, int orchestrationLimit, int activityLimit) {
             this.id = id;
             this.observer = observer;
+            this.orchestrationLimit = orchestrationLimit;
+            this.activityLimit = activityLimit;
+            this.orchestrationSlot = new Semaphore(orchestrationLimit);
+            this.activitySlot = new Semaphore(activityLimit);
         }
 
         void start() {
-            lanes.add(lane("orchestrations", this::fetchTurn));
-            lanes.add(lane("activities", this::fetchActivity));
+            lanes.add(lane("orchestrations", orchestrationSlot, false, permits -> fetchTurn() ? 1 : 0));
+            lanes.add(lane("activities", activitySlot, true, this::fetchActivities));
         }
 
-        private Thread lane(String kind, java.util.function.BooleanSupplier fetchOne) {
-            Semaphore slot = kind.equals("orchestrations") ? orchestrationSlot : activitySlot;
-            Thread t = new Thread(() -> runLane(slot, fetchOne), "pgdurable-dt-" + kind + "-" + id);
+        private Thread lane(String kind, Semaphore slot, boolean batched, java.util.function.IntUnaryOperator fetch) {
+            Thread t = new Thread(() -> runLane(slot, batched, fetch), "pgdurable-dt-" + kind + "-" + id);
             t.setDaemon(true);
             t.start();
             return t;
         }
 
-        private void runLane(Semaphore slot, java.util.function.BooleanSupplier fetchOne) {
+        /**
+         * Takes a free slot, fetches and hands over; a batched lane takes every free slot and fills them with one
+         * fetch, so a fan-out reaches the worker at once rather than one round trip after another.
+         */
+        private void runLane(Semaphore slot, boolean batched, java.util.function.IntUnaryOperator fetch) {
             try {
                 while (open.get() && !closed.get()) {
                     slot.acquire();
-                    boolean handedOver = false;
+                    int permits = 1 + (batched ? slot.drainPermits() : 0);
+                    int handedOver = 0;
                     try {
                         if (!open.get()) {
                             return;
                         }
-                        handedOver = fetchOne.getAsBoolean();
+                        handedOver = fetch.applyAsInt(permits);
                         fetchFailures.recovered();
                     } catch (ProviderException e) {
                         fetchFailures.failed(e);
                         pause(RETRY_PAUSE);
                     } finally {
-                        if (!handedOver) {
-                            slot.release();
+                        if (permits > handedOver) {
+                            slot.release(permits - handedOver);
                         }
                     }
                 }
@@ -288,16 +355,20 @@ final class WorkDispatcher implements AutoCloseable {
                 }
                 return false;
             }
-            HeldTurn previous = turns.put(turn.instance, new HeldTurn(turn, this));
+            String token = newToken(this, turn.instance);
+            HeldTurn mine = new HeldTurn(turn, this, token);
+            HeldTurn previous = turns.put(turn.instance, mine);
             if (previous != null) {
                 // Only possible when the earlier lease expired while its worker still held it: that worker's
                 // answer can no longer be committed, so the new turn replaces it.
+                tokens.remove(previous.token);
                 previous.stream.orchestrationSlot.release();
                 LOG.warn("instance {}: an earlier turn held by worker stream {} had lost its lease", turn.instance,
                         previous.stream.id);
             }
-            if (!send(WorkItem.newBuilder().setOrchestratorRequest(turn.request).build())) {
-                if (turns.remove(turn.instance, new HeldTurn(turn, this))) {
+            if (!send(WorkItem.newBuilder().setOrchestratorRequest(turn.request).setCompletionToken(token).build())) {
+                tokens.remove(token);
+                if (turns.remove(turn.instance, mine)) {
                     abandonQuietly(turn.lockToken, null);
                     settled();
                 }
@@ -306,14 +377,31 @@ final class WorkDispatcher implements AutoCloseable {
             return true;
         }
 
-        private boolean fetchActivity() {
-            Optional<FetchedWorkItem> f = provider.fetchWorkItem(config.lockTimeout(), config.pollTimeout(), null,
-                    TagFilter.defaultOnly());
-            if (f.isEmpty()) {
-                idle();
-                return false;
+        /** One fetch of up to {@code permits} activities; returns how many were handed to the worker. */
+        private int fetchActivities(int permits) {
+            List<FetchedWorkItem> fetched;
+            if (permits == 1) {
+                // The single-item fetch, as for a worker that declares no concurrency (1.5.0).
+                fetched = provider.fetchWorkItem(config.lockTimeout(), config.pollTimeout(), null,
+                        TagFilter.defaultOnly()).map(List::of).orElse(List.of());
+            } else {
+                fetched = provider.fetchWorkItems(config.lockTimeout(),
+                        io.pgdurable.spi.WorkBatch.upTo(permits, config.pollTimeout()), null, TagFilter.defaultOnly());
             }
-            FetchedWorkItem fetched = f.get();
+            if (fetched.isEmpty()) {
+                idle();
+                return 0;
+            }
+            int handed = 0;
+            for (FetchedWorkItem f : fetched) {
+                if (handActivity(f)) {
+                    handed++;
+                }
+            }
+            return handed;
+        }
+
+        private boolean handActivity(FetchedWorkItem fetched) {
             if (!(fetched.item() instanceof io.pgdurable.spi.WorkItem.ActivityExecute a)) {
                 // Unreachable with this provider (only activities go to the worker queue); never drop it.
                 abandonActivityQuietly(fetched.lockToken(), Duration.ofSeconds(30));
@@ -330,14 +418,17 @@ final class WorkDispatcher implements AutoCloseable {
                 return false;
             }
             ActivityKey key = new ActivityKey(a.instance(), (int) a.id());
-            HeldActivity held = new HeldActivity(fetched.lockToken(), a.executionId(), this);
+            String token = newToken(this, key);
+            HeldActivity held = new HeldActivity(fetched.lockToken(), a.executionId(), this, token);
             if (activities.putIfAbsent(key, held) != null) {
+                tokens.remove(token);
                 // The same task id of an earlier execution is still running: the worker's answer could not be told
                 // apart, so this one waits.
                 abandonActivityQuietly(fetched.lockToken(), Duration.ofSeconds(1));
                 return false;
             }
-            if (!send(WorkItem.newBuilder().setActivityRequest(request).build())) {
+            if (!send(WorkItem.newBuilder().setActivityRequest(request).setCompletionToken(token).build())) {
+                tokens.remove(token);
                 if (activities.remove(key, held)) {
                     abandonActivityQuietly(fetched.lockToken());
                     settled();
@@ -400,12 +491,14 @@ final class WorkDispatcher implements AutoCloseable {
         int abandoned = 0;
         for (Map.Entry<String, HeldTurn> e : turns.entrySet()) {
             if (e.getValue().stream == s && turns.remove(e.getKey(), e.getValue())) {
+                tokens.remove(e.getValue().token);
                 abandonQuietly(e.getValue().turn.lockToken, null);
                 abandoned++;
             }
         }
         for (Map.Entry<ActivityKey, HeldActivity> e : activities.entrySet()) {
             if (e.getValue().stream == s && activities.remove(e.getKey(), e.getValue())) {
+                tokens.remove(e.getValue().token);
                 abandonActivityQuietly(e.getValue().lockToken);
                 abandoned++;
             }

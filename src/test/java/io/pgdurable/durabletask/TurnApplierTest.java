@@ -5,15 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.Timestamp;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventSentEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.ExecutionStartedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestrationInstance;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorAction;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.OrchestratorResponse;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.SendEventAction;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TaskCompletedEvent;
-import com.microsoft.durabletask.implementation.protobuf.OrchestratorService.TimerCreatedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EventSentEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionStartedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationInstance;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SendEventAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TaskCompletedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TimerCreatedEvent;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.OrchestrationItem;
@@ -84,7 +84,7 @@ class TurnApplierTest {
         HistoryEvent sent = DtEvents.event(3, NOW).setEventSent(EventSentEvent.newBuilder().setInstanceId("other")
                 .setName("go")).build();
         HistoryEvent raised = DtEvents.event(DtEvents.NO_ID, NOW).setEventRaised(
-                com.microsoft.durabletask.implementation.protobuf.OrchestratorService.EventRaisedEvent.newBuilder()
+                io.pgdurable.durabletask.protocol.OrchestratorService.EventRaisedEvent.newBuilder()
                         .setName("x")).build();
         TurnApplier.Turn t = applier.prepare(fetched(1, List.of(started(), sent),
                 List.of(DtMessages.toInstance("i", 0, raised))));
