@@ -136,6 +136,7 @@ final class WorkDispatcher implements AutoCloseable {
             if (held != null && held.token.equals(token) && turns.remove(instance, held)) {
                 abandonQuietly(held.turn.lockToken, null);
                 held.stream.orchestrationSlot.release();
+                settled();
                 LOG.debug("instance {}: the worker abandoned its turn", instance);
             }
         } else if (key instanceof ActivityKey ak) {
@@ -143,6 +144,7 @@ final class WorkDispatcher implements AutoCloseable {
             if (held != null && held.token.equals(token) && activities.remove(ak, held)) {
                 abandonActivityQuietly(held.lockToken);
                 held.stream.activitySlot.release();
+                settled();
                 LOG.debug("activity #{} of {}: the worker abandoned it", ak.taskId(), ak.instance());
             }
         }
