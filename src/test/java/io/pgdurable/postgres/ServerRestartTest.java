@@ -43,19 +43,24 @@ import org.junit.jupiter.params.provider.EnumSource;
  * is down; every error a caller saw was retryable; and a ledger shows every committed item handled, none twice
  * except where an ack failed.
  */
-@Isolated("its recovery times are the subject: measured with the rest of the suite loading both cores, a 2-core CI "
-        + "machine took over 1 s to hand out a connection and over 90 s to LISTEN again; alone it recovers within 1 s")
+@Isolated("its recovery times are the subject: with the rest of the suite loading both cores, a 2-core CI machine "
+        + "took over 1 s to hand out a connection; alone it recovers within 1 s")
 class ServerRestartTest {
     private static final Duration LEASE = Duration.ofSeconds(3);
     private static final long RECOVERY_LIMIT_MILLIS = 1_000;
+    /**
+     * The goal is a second, as for the pool; the bound is ten. In CI with the test running alone the listener was
+     * back 21-53 ms after the server, with helpers loading the machine (load average 13-14) 0.3-1.0 s. The two
+     * slower returns seen before were the test's own doing: pgjdbc-ng's first connect in the JVM caught by the first
+     * outage, and a reconnect that happened before the embedded library's start() returned, which the test only
+     * looked for after it.
+     */
+    private static final long LISTEN_LIMIT_MILLIS = 10_000;
 
     /**
-     * The listener's return is measured, not judged here: on a quiet machine the plain pgjdbc listener LISTENed again
-     * within the second after every outage, but in CI, with the rest of the suite loading both cores, it once took
-     * more than 10 s, and pgjdbc-ng (the default) loads the server's type catalogue on the connecting thread when it
-     * first meets a restarted server (4.5–7 s under the suite's load, once more than 65 s). The test asserts that it
-     * comes back; meanwhile the one-second fallback probe delivers, which the ledger checks (docs/decisions.md,
-     * "back within a second of the server").
+     * The listener's return is measured from the stop (it may be back before {@code start()} returns) and printed;
+     * it must be back within {@link #LISTEN_LIMIT_MILLIS}. Meanwhile the one-second fallback probe delivers, which
+     * the ledger checks (docs/decisions.md, "back within a second of the server").
      */
     @ParameterizedTest
     @EnumSource(PostgresProviderConfig.ListenerDriver.class)
@@ -104,9 +109,15 @@ class ServerRestartTest {
                 assertTrue(enqueueMillis >= 0 && enqueueMillis <= RECOVERY_LIMIT_MILLIS,
                         "after a " + outageMillis + " ms outage the first enqueue succeeded " + enqueueMillis
                                 + " ms after the server was back");
-                long listeningMillis = TimeUnit.NANOSECONDS.toMillis(signals.firstListeningAfter(upAt, 90) - upAt);
+                // From the stop on: the listener may LISTEN again before start() returns (the server accepts
+                // connections while the embedded library still checks it), which counts as back at once.
+                long listeningMillis = Math.max(0,
+                        TimeUnit.NANOSECONDS.toMillis(signals.firstListeningAfter(downAt, 90) - upAt));
                 System.out.printf("ServerRestartTest %s: after a %d ms outage: first enqueue %d ms, LISTEN %d ms "
                         + "after the server was back%n", driver, outageMillis, enqueueMillis, listeningMillis);
+                assertTrue(listeningMillis <= LISTEN_LIMIT_MILLIS, "after a " + outageMillis + " ms outage the "
+                        + "listener LISTENed again " + listeningMillis + " ms after the server was back; its events: "
+                        + signals.timeline);
                 assertTrue(probes <= 2 * downSeconds + 2, probes + " pool probes in a " + downSeconds + " s outage");
                 assertTrue(attempts <= 1.6 * downSeconds + 6,
                         attempts + " listener attempts in a " + downSeconds + " s outage");
