@@ -60,11 +60,13 @@ final class ListenerSupport {
             throw new SQLException("interrupted while the listener was connecting", "08001", e);
         } catch (ExecutionException e) {
             giveUp.run();
-            Throwable cause = e.getCause();
-            if (cause instanceof SQLException) {
-                throw (SQLException) cause;
-            }
-            throw new SQLException("the listener could not connect: " + cause, "08001", cause);
+            throw connectFailure(e.getCause());
         }
+    }
+
+    /** A failed connect as the {@link SQLException} {@code open} throws: the driver's own, or one wrapping it. */
+    static SQLException connectFailure(Throwable cause) {
+        return cause instanceof SQLException sql ? sql
+                : new SQLException("the listener could not connect: " + cause, "08001", cause);
     }
 }

@@ -402,9 +402,7 @@ public final class PgjdbcNgListener implements NotificationListener {
                         Thread.currentThread().interrupt();
                         throw new SQLException("interrupted while the listener was connecting", "08001", e);
                     } catch (java.util.concurrent.ExecutionException e) {
-                        Throwable cause = e.getCause();
-                        throw cause instanceof SQLException ? (SQLException) cause
-                                : new SQLException("the listener could not connect: " + cause, "08001", cause);
+                        throw ListenerSupport.connectFailure(e.getCause());
                     }
                 }
                 if (attempt.take()) {
