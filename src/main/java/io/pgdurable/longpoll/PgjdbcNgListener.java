@@ -96,6 +96,15 @@ public final class PgjdbcNgListener implements NotificationListener {
     private final AtomicReference<Connect> connecting = new AtomicReference<>();
     private static final long UNCLAIMED_MILLIS = 10_000;
     private static final long CONNECT_SLICE_MILLIS = 100;
+    /**
+     * Set once a connect of this listener succeeded. Before that a connect may be slow (the driver's first connect in
+     * a JVM loads netty and the type catalogue: 2.7 s on a quiet machine, over 5 s under load) and is waited for up
+     * to four connect timeouts; after it, a connect to a live server takes 60-220 ms, so one that has run a whole
+     * connect timeout is stuck, not slow. Seen in CI (ServerRestartTest): a connect begun while the server was
+     * stopping neither failed nor finished, and the listener came back only when a fresh connect replaced it 35 s
+     * later.
+     */
+    private volatile boolean warm;
 
     /** @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters. */
     public PgjdbcNgListener(String jdbcUrl) {
@@ -257,17 +266,15 @@ public final class PgjdbcNgListener implements NotificationListener {
     }
 
     /**
-     * The connect under way, or a new one started on a daemon thread of its own. A connect older than four connect
-     * timeouts is not waited for any longer (it may be stuck on a link that has since recovered, which the driver
-     * gives up only after 60 s): a fresh one replaces it, and the old one's connection, should it come, is closed
-     * unclaimed.
+     * The connect under way, or a new one started on a daemon thread of its own. A stale connect (see
+     * {@link #stale}) is not waited for any longer (it may be stuck on a link that has since recovered, which the
+     * driver gives up only after 60 s): a fresh one replaces it, and the old one's connection, should it come, is
+     * closed unclaimed.
      */
     private Connect sharedConnect() {
-        long maxWaitNanos = connectTimeout.toNanos() * 4;
         while (true) {
             Connect current = connecting.get();
-            if (current != null
-                    && (current.result.isDone() || System.nanoTime() - current.startedNanos < maxWaitNanos)) {
+            if (current != null && !stale(current)) {
                 return current;
             }
             Connect fresh = new Connect();
@@ -280,6 +287,12 @@ public final class PgjdbcNgListener implements NotificationListener {
         }
     }
 
+    /** Unfinished past what a connect may take: four connect timeouts before the first success, one after it. */
+    private boolean stale(Connect attempt) {
+        long limit = connectTimeout.toNanos() * (warm ? 1 : 4);
+        return !attempt.result.isDone() && System.nanoTime() - attempt.startedNanos >= limit;
+    }
+
     private void runConnect(Connect attempt) {
         Connection raw;
         try {
@@ -289,6 +302,7 @@ public final class PgjdbcNgListener implements NotificationListener {
             attempt.result.completeExceptionally(e);
             return;
         }
+        warm = true;
         attempt.result.complete(raw);
         // Nobody may come for it (the notifier was closed): close it if it is still there after a while.
         CompletableFuture.delayedExecutor(UNCLAIMED_MILLIS, TimeUnit.MILLISECONDS).execute(() -> {
@@ -387,6 +401,7 @@ public final class PgjdbcNgListener implements NotificationListener {
          * meanwhile (the connect then goes on for the next session).
          */
         private Connection takeConnection(CompletableFuture<PGConnection> ready) throws SQLException {
+            attempts:
             while (true) {
                 Connect attempt = sharedConnect();
                 Connection raw = null;
@@ -397,7 +412,9 @@ public final class PgjdbcNgListener implements NotificationListener {
                     try {
                         raw = attempt.result.get(CONNECT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
                     } catch (java.util.concurrent.TimeoutException slice) {
-                        // look at ready again
+                        if (stale(attempt)) {
+                            continue attempts; // a fresh connect replaces it
+                        }
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                         throw new SQLException("interrupted while the listener was connecting", "08001", e);

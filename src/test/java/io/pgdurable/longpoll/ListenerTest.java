@@ -191,6 +191,54 @@ class ListenerTest {
         }
     }
 
+    @Test
+    void aStuckPgjdbcNgConnectIsReplacedAfterOneConnectTimeoutOnceTheListenerHasConnected() throws Exception {
+        assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
+        try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url())) {
+            Duration connectTimeout = Duration.ofSeconds(1);
+            NotificationListener listener = Driver.PGJDBC_NG.create(proxy.rewrite(TestDatabase.url()),
+                    connectTimeout);
+            String channel = newChannel();
+            Recorder rec = new Recorder();
+            // Warm: the driver has met the server (a JVM's first pgjdbc-ng connect may outlast one open's budget).
+            NotificationListener.Session first = null;
+            for (long t = System.nanoTime(); first == null && millisSince(t) < 30_000; ) {
+                try {
+                    first = listener.open(channel, LONG_HEARTBEAT, rec);
+                } catch (SQLException slowFirstConnect) {
+                    // the connect goes on; the next open takes it
+                }
+            }
+            assertNotNull(first, "the listener never connected");
+            first.close();
+            int acceptedBefore = proxy.accepted();
+            proxy.swallowNext(1);
+            long t0 = System.nanoTime();
+            NotificationListener.Session s = null;
+            int failedOpens = 0;
+            while (s == null && millisSince(t0) < 15_000) {
+                try {
+                    s = listener.open(channel, LONG_HEARTBEAT, rec);
+                } catch (SQLException timedOut) {
+                    failedOpens++;
+                }
+            }
+            long tookMillis = millisSince(t0);
+            assertNotNull(s, "no open succeeded within 15 s");
+            try {
+                sendNotify(channel, "after the stuck connect");
+                assertEquals("after the stuck connect", rec.payloads.poll(5, TimeUnit.SECONDS));
+                assertEquals(acceptedBefore + 2, proxy.accepted(), "the swallowed connect and its replacement");
+                // Replaced after one connect timeout: about 1 s; waiting four timeouts for it took over 4 s.
+                assertTrue(tookMillis >= connectTimeout.toMillis() - 50, "took only " + tookMillis + " ms");
+                assertTrue(tookMillis < 3 * connectTimeout.toMillis(),
+                        "took " + tookMillis + " ms (" + failedOpens + " opens ran out of time)");
+            } finally {
+                s.close();
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Driver.class)
     void interruptedOpenReturnsPromptly(Driver driver) throws Exception {

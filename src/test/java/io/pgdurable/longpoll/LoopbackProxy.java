@@ -33,6 +33,7 @@ final class LoopbackProxy implements AutoCloseable {
     private final Condition modeChanged = lock.newCondition();
     private final AtomicInteger accepted = new AtomicInteger();
     private volatile Mode mode = Mode.FORWARD;
+    private final AtomicInteger toSwallow = new AtomicInteger();
     private volatile boolean closed;
 
     LoopbackProxy(String targetHost, int targetPort) throws IOException {
@@ -120,6 +121,14 @@ final class LoopbackProxy implements AutoCloseable {
         setMode(Mode.WEDGE);
     }
 
+    /**
+     * The next {@code n} connections are accepted and then never answered, whatever the mode later becomes (a
+     * connect that neither fails nor finishes), while later ones are handled by the mode.
+     */
+    void swallowNext(int n) {
+        toSwallow.set(n);
+    }
+
     void drop() {
         setMode(Mode.DROP);
         closeAll();
@@ -156,6 +165,10 @@ final class LoopbackProxy implements AutoCloseable {
             signalAll(); // wakes awaitAccepted
             if (mode == Mode.DROP || closed) {
                 quietClose(client);
+                continue;
+            }
+            if (toSwallow.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                sockets.add(client); // closed with the proxy, never read
                 continue;
             }
             Socket upstream = new Socket();
