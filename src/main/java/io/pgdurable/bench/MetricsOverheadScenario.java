@@ -126,7 +126,8 @@ final class MetricsOverheadScenario implements Scenario {
             t.setDaemon(true);
             return t;
         });
-        try (PostgresProvider p = PostgresProvider.create(config)) {
+        try (PostgresProvider p = PostgresProvider.create(config);
+             Workers.Stopping stopFirst = clients.stopFirst()) {
             if (!Pause.until(() -> p.longPoller().map(LongPoller::isListening).orElse(false), 15_000)) {
                 throw new IllegalStateException("the provider of arm " + arm.key + " is not listening after 15 s");
             }
