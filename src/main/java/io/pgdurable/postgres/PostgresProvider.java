@@ -131,10 +131,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         try {
             SchemaMigrator migrator = new SchemaMigrator(migrationSource(config), config);
             if (config.migrationPolicy() == MigrationPolicy.APPLY_ALL) {
-                migrator.applyAll();
-                if (config.longPolling() && !migrator.fullyActivated()) {
-                    migrator.activate();
-                }
+                migrator.applyAll(config.longPolling());
             } else {
                 migrator.verify();
                 if (config.longPolling() && !migrator.activated()) {

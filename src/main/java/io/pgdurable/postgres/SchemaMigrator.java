@@ -62,6 +62,16 @@ public final class SchemaMigrator {
 
     /** Applies every pending migration under the schema's advisory lock. */
     public void applyAll() {
+        applyAll(false);
+    }
+
+    /**
+     * Applies every pending migration and then, when {@code activate} is set, {@link #activate activates} long
+     * polling unless the schema is fully activated already, both under one hold of the schema's advisory lock and
+     * with the checks on the lock's own connection: what a provider with long polling does at every start, in two
+     * server connections (the lock's and Flyway's) where separate calls took four.
+     */
+    public void applyAll(boolean activate) {
         Connection lockConnection = acquireLockConnection();
         boolean released = false;
         try {
@@ -69,9 +79,14 @@ public final class SchemaMigrator {
             if (applied > 0) {
                 LOG.info("pgdurable: applied {} migration(s) to schema {}", applied, schema);
             }
+            if (activate && !(activated(lockConnection) && notifyTriggers(lockConnection).allEnabled())) {
+                setLongPollingLocked(lockConnection, true);
+            }
             released = unlock(lockConnection);
         } catch (FlywayException e) {
             throw translate(e);
+        } catch (SQLException e) {
+            throw SqlErrors.translate("status", e);
         } finally {
             finish(lockConnection, released);
         }
@@ -117,9 +132,19 @@ public final class SchemaMigrator {
      * for the migration lock meanwhile keep half their budget.
      */
     private void setLongPolling(boolean enabled) {
-        String op = enabled ? "activate" : "deactivate";
         Connection c = acquireLockConnection();
         boolean released = false;
+        try {
+            setLongPollingLocked(c, enabled);
+            released = unlock(c);
+        } finally {
+            finish(c, released);
+        }
+    }
+
+    /** The attempts of {@link #setLongPolling}, on a connection that holds the migration lock. */
+    private void setLongPollingLocked(Connection c, boolean enabled) {
+        String op = enabled ? "activate" : "deactivate";
         try {
             long deadline = System.nanoTime() + config.migrationLockBudget().toNanos() / 2;
             while (true) {
@@ -135,12 +160,9 @@ public final class SchemaMigrator {
                 }
             }
             LOG.info("pgdurable: long polling of schema {} {}", schema, enabled ? "activated" : "deactivated");
-            released = unlock(c);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw ProviderException.retryable(op, "interrupted while waiting for the tables' locks");
-        } finally {
-            finish(c, released);
         }
     }
 
@@ -169,33 +191,47 @@ public final class SchemaMigrator {
 
     /** Whether long polling is activated on the schema (its providers announce their writes). Reads only. */
     public boolean activated() {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement ps = c.prepareStatement(
+        try (Connection c = dataSource.getConnection()) {
+            return activated(c);
+        } catch (SQLException e) {
+            throw SqlErrors.translate("status", e);
+        }
+    }
+
+    private boolean activated(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
                      "SELECT " + Identifiers.quote(schema) + ".long_polling_activated()");
              ResultSet rs = ps.executeQuery()) {
             rs.next();
             return rs.getBoolean(1);
-        } catch (SQLException e) {
-            throw SqlErrors.translate("status", e);
         }
     }
 
     /** The state of the schema's notify triggers. Reads only. */
     public NotifyTriggers notifyTriggers() {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement ps = c.prepareStatement(
-                     "SELECT enabled, total FROM " + Identifiers.quote(schema) + ".notify_trigger_state()");
-             ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return new NotifyTriggers(rs.getInt(1), rs.getInt(2));
+        try (Connection c = dataSource.getConnection()) {
+            return notifyTriggers(c);
         } catch (SQLException e) {
             throw SqlErrors.translate("status", e);
         }
     }
 
+    private NotifyTriggers notifyTriggers(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                     "SELECT enabled, total FROM " + Identifiers.quote(schema) + ".notify_trigger_state()");
+             ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return new NotifyTriggers(rs.getInt(1), rs.getInt(2));
+        }
+    }
+
     /** Activated, with every notify trigger enabled: what activation leaves behind. Reads only. */
     public boolean fullyActivated() {
-        return activated() && notifyTriggers().allEnabled();
+        try (Connection c = dataSource.getConnection()) {
+            return activated(c) && notifyTriggers(c).allEnabled();
+        } catch (SQLException e) {
+            throw SqlErrors.translate("status", e);
+        }
     }
 
     /** Fails with a permanent error unless the schema is exactly at this library's version. Runs no DDL. */
