@@ -440,9 +440,18 @@ final class TurnApplier {
         return response.getActionsList();
     }
 
-    /** When the execution was created: its ExecutionStarted event's time, 0 if that event carries none. */
+    /**
+     * When the execution was created: its ExecutionStarted event's time, or its scheduled start time when that is
+     * later (an instance scheduled for later is not found before then, and its created time says so); 0 if the
+     * event carries neither.
+     */
     private static long createdMs(Turn t) {
-        return t.started.hasTimestamp() ? DtEvents.instant(t.started.getTimestamp()).toEpochMilli() : 0;
+        long created = t.started.hasTimestamp() ? DtEvents.instant(t.started.getTimestamp()).toEpochMilli() : 0;
+        ExecutionStartedEvent s = t.started.getExecutionStarted();
+        if (s.hasScheduledStartTimestamp()) {
+            created = Math.max(created, DtEvents.instant(s.getScheduledStartTimestamp()).toEpochMilli());
+        }
+        return created;
     }
 
     private static OrchestratorAction failing(Turn t, int id, String message) {
