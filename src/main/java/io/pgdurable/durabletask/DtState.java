@@ -14,22 +14,29 @@ import java.util.Map;
  * scan. The provider's own status stays in its four-value vocabulary (see {@link #providerStatus}).
  */
 record DtState(OrchestrationStatus status, String input, String output, TaskFailureDetails failure,
-               Map<String, String> tags) {
+               Map<String, String> tags, long createdMs) {
 
     DtState {
         tags = tags == null ? Map.of() : Map.copyOf(tags);
     }
 
-    static DtState running(String input, Map<String, String> tags) {
-        return new DtState(OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING, input, null, null, tags);
+    /**
+     * @param createdMs when the execution was created: its ExecutionStarted event's time (the client's start call,
+     *                  or the parent's turn), which precedes its first turn. The provider's created time is when
+     *                  that first turn was committed, later than the orchestration's own clock in that turn; a
+     *                  client comparing the two (a timer of N seconds ends at least N seconds after creation) needs
+     *                  this one. 0 when unknown (a state written before it was kept).
+     */
+    static DtState running(String input, Map<String, String> tags, long createdMs) {
+        return new DtState(OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING, input, null, null, tags, createdMs);
     }
 
     DtState withStatus(OrchestrationStatus newStatus) {
-        return new DtState(newStatus, input, output, failure, tags);
+        return new DtState(newStatus, input, output, failure, tags, createdMs);
     }
 
     DtState finished(OrchestrationStatus newStatus, String newOutput, TaskFailureDetails newFailure) {
-        return new DtState(newStatus, input, newOutput, newFailure, tags);
+        return new DtState(newStatus, input, newOutput, newFailure, tags, createdMs);
     }
 
     boolean isTerminal() {
@@ -68,6 +75,9 @@ record DtState(OrchestrationStatus status, String input, String output, TaskFail
         if (!tags.isEmpty()) {
             json.put("tags", new java.util.TreeMap<>(tags));
         }
+        if (createdMs > 0) {
+            json.put("created_ms", createdMs);
+        }
         return Json.write(json);
     }
 
@@ -86,8 +96,9 @@ record DtState(OrchestrationStatus status, String input, String output, TaskFail
                     if (m.get("tags") instanceof Map<?, ?> t) {
                         t.forEach((k, v) -> tags.put(String.valueOf(k), String.valueOf(v)));
                     }
+                    long created = m.get("created_ms") instanceof Number n ? n.longValue() : 0;
                     return new DtState(fromShortName(s), (String) m.get("input"), (String) m.get("output"), failure,
-                            tags);
+                            tags, created);
                 }
             } catch (IllegalArgumentException | ClassCastException notOurs) {
                 // falls through: not an envelope
@@ -98,7 +109,7 @@ record DtState(OrchestrationStatus status, String input, String output, TaskFail
             case ExecutionMetadata.FAILED -> OrchestrationStatus.ORCHESTRATION_STATUS_FAILED;
             default -> OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING;
         };
-        return new DtState(s, null, json, null, Map.of());
+        return new DtState(s, null, json, null, Map.of(), 0);
     }
 
     static String shortName(OrchestrationStatus s) {

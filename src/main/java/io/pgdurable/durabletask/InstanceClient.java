@@ -317,7 +317,8 @@ final class InstanceClient {
         DtState s = state(info);
         OrchestrationState.Builder b = OrchestrationState.newBuilder().setInstanceId(info.instanceId())
                 .setName(info.orchestrationName()).setOrchestrationStatus(s.status())
-                .setCreatedTimestamp(DtEvents.timestampMillis(info.createdAtMs()))
+                .setCreatedTimestamp(DtEvents.timestampMillis(s.createdMs() > 0 ? s.createdMs()
+                        : info.createdAtMs()))
                 .setLastUpdatedTimestamp(DtEvents.timestampMillis(info.updatedAtMs()));
         String version = info.orchestrationVersion();
         if (version != null && !version.isEmpty() && !"unknown".equals(version)) {

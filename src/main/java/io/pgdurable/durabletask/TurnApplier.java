@@ -395,7 +395,8 @@ final class TurnApplier {
         }
         DtState state = finalState;
         if (state == null && (t.firstTurn || t.suspensionChanged)) {
-            state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()), started.getTagsMap())
+            state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()), started.getTagsMap(),
+                            createdMs(t))
                     .withStatus(t.suspended ? OrchestrationStatus.ORCHESTRATION_STATUS_SUSPENDED
                             : OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING);
         }
@@ -439,6 +440,20 @@ final class TurnApplier {
         return response.getActionsList();
     }
 
+    /**
+     * When the execution was created: its ExecutionStarted event's time, or its scheduled start time when that is
+     * later (an instance scheduled for later is not found before then, and its created time says so); 0 if the
+     * event carries neither.
+     */
+    private static long createdMs(Turn t) {
+        long created = t.started.hasTimestamp() ? DtEvents.instant(t.started.getTimestamp()).toEpochMilli() : 0;
+        ExecutionStartedEvent s = t.started.getExecutionStarted();
+        if (s.hasScheduledStartTimestamp()) {
+            created = Math.max(created, DtEvents.instant(s.getScheduledStartTimestamp()).toEpochMilli());
+        }
+        return created;
+    }
+
     private static OrchestratorAction failing(Turn t, int id, String message) {
         LOG.warn("instance {}: failing the orchestration: {}", t.instance, message);
         TaskFailureDetails why = TaskFailureDetails.newBuilder().setErrorType("UnsupportedAction")
@@ -456,7 +471,7 @@ final class TurnApplier {
         OrchestrationStatus status = c.getOrchestrationStatus();
         String result = DtEvents.text(c.hasResult(), c.getResult());
         DtState state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()),
-                started.getTagsMap());
+                started.getTagsMap(), createdMs(t));
         if (status == OrchestrationStatus.ORCHESTRATION_STATUS_CONTINUED_AS_NEW) {
             ContinueAsNewEvent.Builder can = ContinueAsNewEvent.newBuilder();
             if (c.hasResult()) {

@@ -36,7 +36,8 @@ class JsSdkEndToEndTest {
     /** What scenarios.js runs; each must report PASS. */
     private static final List<String> SCENARIOS = List.of("activity-chain", "fan-out-fan-in", "timer",
             "external-event", "sub-orchestration", "continue-as-new", "activity-failure", "terminate",
-            "suspend-resume");
+            "suspend-resume", "history-stream", "restart-same-id", "restart-new-id", "instance-id-paging",
+            "tags-round-trip");
 
     /** The node the scripts run with (absolute path), found or provisioned by {@link NodeRuntime}. */
     private static Path node;
@@ -64,7 +65,10 @@ class JsSdkEndToEndTest {
         Node(String script, String... args) throws IOException {
             Path logs = Path.of(System.getProperty("user.dir"), "target", "js-e2e");
             Files.createDirectories(logs);
-            stderr = logs.resolve(script.replace(".js", "") + ".stderr.log");
+            // One log per script and chosen scenario (the last argument, when there are several): runs do not
+            // overwrite each other's.
+            String run = script.replace(".js", "") + (args.length > 1 ? "-" + args[args.length - 1] : "");
+            stderr = logs.resolve(run.replaceAll("[^A-Za-z0-9._-]", "_") + ".stderr.log");
             List<String> command = new ArrayList<>(List.of(node.toString(), script));
             command.addAll(List.of(args));
             process = new ProcessBuilder(command).directory(JS_DIR.toFile())
@@ -125,9 +129,9 @@ class JsSdkEndToEndTest {
     void theJavaScriptSdkRunsOrchestrationsAgainstServe() throws Exception {
         try (SidecarHarness hub = new SidecarHarness("dt_js")) {
             try (Node node = new Node("scenarios.js", String.valueOf(hub.sidecar.port()))) {
-                if (!node.process.waitFor(180, TimeUnit.SECONDS)) {
+                if (!node.process.waitFor(300, TimeUnit.SECONDS)) {
                     node.process.destroyForcibly();
-                    fail("scenarios.js did not finish within 180 s\n" + node.diagnostics());
+                    fail("scenarios.js did not finish within 300 s\n" + node.diagnostics());
                 }
                 node.process.getInputStream().close();
                 List<String> out;
@@ -139,6 +143,23 @@ class JsSdkEndToEndTest {
                 }
                 assertEquals(0, node.process.exitValue(), node.diagnostics());
             }
+        }
+    }
+
+    /**
+     * A JavaScript worker declaring concurrency 5 gets the five 500 ms activities of a fan-out at once: the script
+     * checks that all five ran side by side (within 1 s of each other's start, five at once in the worker) and that
+     * the orchestration took well under the 2.5 s of one at a time.
+     */
+    @Test
+    void aJavaScriptWorkerDeclaringConcurrencyFiveRunsFiveActivitiesAtOnce() throws Exception {
+        try (SidecarHarness hub = new SidecarHarness("dt_js_conc");
+             Node node = new Node("scenarios.js", String.valueOf(hub.sidecar.port()), "--concurrency=5",
+                     "concurrency")) {
+            String verdict = node.next(Duration.ofSeconds(120), "PASS/FAIL concurrency");
+            assertEquals("PASS concurrency", verdict, node.diagnostics());
+            assertTrue(node.process.waitFor(30, TimeUnit.SECONDS), "scenarios.js did not end\n" + node.diagnostics());
+            assertEquals(0, node.process.exitValue(), node.diagnostics());
         }
     }
 

@@ -122,6 +122,39 @@ class RawWorkerTest {
                 s.getFailureDetails().getErrorMessage());
     }
 
+    /**
+     * The created time a client reads is when the start call was made, not when the first turn was committed: the
+     * orchestration's clock in its first turn (from which a timer's due time is counted) is not earlier than it.
+     * The JavaScript SDK's e2e suite checks that a 3 s timer ends at least 3 s after the created time.
+     */
+    @Test
+    void theCreatedTimeIsTheStartCallsNotTheFirstTurnsCommit() throws Exception {
+        long beforeStart = System.currentTimeMillis();
+        String id = startInstance("raw-created");
+        long afterStart = System.currentTimeMillis();
+        WorkItem item = next();
+        long turnClock = item.getOrchestratorRequest().getNewEventsList().stream()
+                .filter(e -> e.hasOrchestratorStarted()).findFirst()
+                .map(e -> DtEvents.instant(e.getTimestamp()).toEpochMilli())
+                .orElseThrow(() -> new AssertionError("no OrchestratorStarted in the first turn"));
+        // A gap between the start call and the commit of the first turn, so that the two times cannot coincide.
+        Thread.sleep(50);
+        timed().completeOrchestratorTask(OrchestratorResponse.newBuilder().setInstanceId(id)
+                .setCompletionToken(item.getCompletionToken())
+                .addActions(OrchestratorAction.newBuilder().setId(0).setCompleteOrchestration(
+                        CompleteOrchestrationAction.newBuilder()
+                                .setOrchestrationStatus(OrchestrationStatus.ORCHESTRATION_STATUS_COMPLETED)))
+                .build());
+        OrchestrationState s = timed().waitForInstanceCompletion(GetInstanceRequest.newBuilder().setInstanceId(id)
+                .build()).getOrchestrationState();
+        long created = DtEvents.instant(s.getCreatedTimestamp()).toEpochMilli();
+        assertTrue(created >= beforeStart && created <= afterStart, "created at " + created + ", the start call ran "
+                + beforeStart + ".." + afterStart);
+        assertTrue(created <= turnClock, "created at " + created + ", after the first turn's clock " + turnClock);
+        long updated = DtEvents.instant(s.getLastUpdatedTimestamp()).toEpochMilli();
+        assertTrue(updated >= afterStart + 50, "last updated at " + updated + ", before the first turn's commit");
+    }
+
     @Test
     void anAbandonedTurnAndAnAbandonedActivityAreRedeliveredPromptly() throws Exception {
         String id = startInstance("raw-abandon");
