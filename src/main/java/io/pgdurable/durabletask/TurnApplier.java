@@ -5,6 +5,8 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.CompleteOrchestrati
 import io.pgdurable.durabletask.protocol.OrchestratorService.ContinueAsNewEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateSubOrchestrationAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateTimerAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationCalledEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationSignaledEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EventRaisedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EventSentEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionCompletedEvent;
@@ -18,6 +20,7 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorRequest
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ParentInstanceInfo;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ScheduleTaskAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SendEntityMessageAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SendEventAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SubOrchestrationInstanceCompletedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SubOrchestrationInstanceCreatedEvent;
@@ -293,7 +296,7 @@ final class TurnApplier {
                 .setExecutionId(DtEvents.string(dtExecutionId)).build();
         DtState finalState = null;
 
-        for (OrchestratorAction a : carriedOut(t, response)) {
+        for (OrchestratorAction a : carriedOut(t, response, now)) {
             int id = a.getId();
             switch (a.getOrchestratorActionTypeCase()) {
                 case SCHEDULETASK -> {
@@ -365,6 +368,31 @@ final class TurnApplier {
                     orchestratorItems.add(DtMessages.toInstance(target, 0,
                             DtEvents.event(DtEvents.NO_ID, now).setEventRaised(raised).build()));
                 }
+                case SENDENTITYMESSAGE -> {
+                    // carriedOut() lets through signals and calls to entity ids only.
+                    SendEntityMessageAction m = a.getSendEntityMessage();
+                    HistoryEvent.Builder sent = DtEvents.event(id, now);
+                    HistoryEvent.Builder message = DtEvents.event(DtEvents.NO_ID, now);
+                    String target;
+                    if (m.hasEntityOperationSignaled()) {
+                        EntityOperationSignaledEvent s = m.getEntityOperationSignaled();
+                        target = s.getTargetInstanceId().getValue();
+                        sent.setEntityOperationSignaled(s);
+                        message.setEntityOperationSignaled(s.toBuilder().clearTargetInstanceId());
+                    } else {
+                        EntityOperationCalledEvent c = m.getEntityOperationCalled();
+                        target = c.getTargetInstanceId().getValue();
+                        sent.setEntityOperationCalled(c.toBuilder().clearParentInstanceId()
+                                .clearParentExecutionId());
+                        // The response goes to this instance whatever the worker named.
+                        message.setEntityOperationCalled(c.toBuilder().clearTargetInstanceId()
+                                .setParentInstanceId(DtEvents.string(t.instance))
+                                .setParentExecutionId(DtEvents.string(dtExecutionId)));
+                    }
+                    delta.add(DtEvents.toEvent(nextId[0]++, sent.build()));
+                    orchestratorItems.addAll(EntityBatches.toEntity(EntityBatches.requireEntityId(target),
+                            message.build(), now));
+                }
                 case COMPLETEORCHESTRATION -> {
                     if (finalState != null) {
                         continue; // one completion per execution
@@ -412,7 +440,7 @@ final class TurnApplier {
      * Then none of them is carried out and the execution fails instead, naming the action, so the instance never
      * waits for something that will not happen.
      */
-    private static List<OrchestratorAction> carriedOut(Turn t, OrchestratorResponse response) {
+    private static List<OrchestratorAction> carriedOut(Turn t, OrchestratorResponse response, Instant now) {
         if (response.getIsPartial() || response.hasChunkIndex()) {
             return List.of(failing(t, response.getActionsCount() > 0 ? response.getActions(0).getId() : 0,
                     "a chunked orchestrator response (isPartial/chunkIndex) is not supported by the pgdurable "
@@ -421,8 +449,7 @@ final class TurnApplier {
         for (OrchestratorAction a : response.getActionsList()) {
             String unsupported = switch (a.getOrchestratorActionTypeCase()) {
                 case SCHEDULETASK, CREATETIMER, CREATESUBORCHESTRATION, SENDEVENT, COMPLETEORCHESTRATION -> null;
-                case SENDENTITYMESSAGE -> "sendEntityMessage (durable entities are not supported by the pgdurable "
-                        + "sidecar)";
+                case SENDENTITYMESSAGE -> unsupportedEntityMessage(a.getSendEntityMessage(), now);
                 case TERMINATEORCHESTRATION -> "terminateOrchestration (terminating another instance from an "
                         + "orchestration is not supported by the pgdurable sidecar)";
                 case REWINDORCHESTRATION -> "rewindOrchestration (rewind is not supported by the pgdurable sidecar)";
@@ -437,6 +464,39 @@ final class TurnApplier {
             }
         }
         return response.getActionsList();
+    }
+
+    /** Null for an entity message this sidecar carries out: a signal or call, due now, to an entity id. */
+    private static String unsupportedEntityMessage(SendEntityMessageAction m, Instant now) {
+        com.google.protobuf.Timestamp when;
+        String target;
+        switch (m.getEntityMessageTypeCase()) {
+            case ENTITYOPERATIONSIGNALED -> {
+                when = m.getEntityOperationSignaled().hasScheduledTime()
+                        ? m.getEntityOperationSignaled().getScheduledTime() : null;
+                target = m.getEntityOperationSignaled().getTargetInstanceId().getValue();
+            }
+            case ENTITYOPERATIONCALLED -> {
+                when = m.getEntityOperationCalled().hasScheduledTime()
+                        ? m.getEntityOperationCalled().getScheduledTime() : null;
+                target = m.getEntityOperationCalled().getTargetInstanceId().getValue();
+            }
+            case ENTITYLOCKREQUESTED, ENTITYUNLOCKSENT -> {
+                return "sendEntityMessage " + m.getEntityMessageTypeCase() + " (entity critical sections, i.e. "
+                        + "locks, are not supported by the pgdurable sidecar)";
+            }
+            default -> {
+                return "sendEntityMessage of no known kind";
+            }
+        }
+        if (!EntityBatches.isEntityId(target)) {
+            return "sendEntityMessage to '" + target + "', which is not an entity instance id (@name@key)";
+        }
+        if (when != null && DtEvents.instant(when).isAfter(now.plusSeconds(1))) {
+            return "sendEntityMessage with a scheduled time (scheduled entity operations from orchestrations are "
+                    + "not supported by the pgdurable sidecar)";
+        }
+        return null;
     }
 
     private static OrchestratorAction failing(Turn t, int id, String message) {

@@ -1,0 +1,267 @@
+package io.pgdurable.durabletask;
+
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchResult;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationCalledEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationCompletedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationFailedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationSignaledEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionStartedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OperationAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OperationRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OperationResult;
+import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationInstance;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SendSignalAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.StartNewOrchestrationAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.TaskFailureDetails;
+import io.pgdurable.internal.Json;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.WorkItem;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Durable entities on the provider, the pure half (no provider calls, like {@link TurnApplier}).
+ *
+ * <p>Mapping: an entity is a provider orchestration instance whose id is {@code @name@key} (the convention the SDKs
+ * use; the name in lower case), with orchestration name = the entity name. Its state is the execution's output, a
+ * JSON object {@code {"entity": name, "state": text-or-null}}, status Running; no history is written, so an entity
+ * that has run a million operations is still one row. Each operation is an orchestrator-queue message (a
+ * {@link WorkItem.QueueMessage} named after its event, the {@code EntityOperationSignaled}/{@code
+ * EntityOperationCalled} event as payload), sent together with a {@link WorkItem.StartOrchestration} for the entity
+ * so the provider accepts messages for an entity that does not exist yet (extra starts are ignored). The provider's
+ * per-instance lock is what serialises an entity: one batch (all its visible messages) at a time, committed by one
+ * ack that also sends the responses to calling orchestrations and the entity's own signals and starts.
+ */
+final class EntityBatches {
+    private static final Logger LOG = LoggerFactory.getLogger(EntityBatches.class);
+    static final String SIGNALED = "EntityOperationSignaled";
+    static final String CALLED = "EntityOperationCalled";
+
+    private EntityBatches() {}
+
+    /** True for an instance id of the {@code @name@key} form. */
+    static boolean isEntityId(String instanceId) {
+        return instanceId.length() > 2 && instanceId.charAt(0) == '@' && instanceId.indexOf('@', 1) > 1;
+    }
+
+    /** The entity name of an {@code @name@key} id. */
+    static String name(String instanceId) {
+        return instanceId.substring(1, instanceId.indexOf('@', 1));
+    }
+
+    /** Checks an id given by a client or an orchestration; the name is lower-cased as the SDKs do. */
+    static String requireEntityId(String instanceId) {
+        if (!isEntityId(instanceId)) {
+            throw new IllegalArgumentException("'" + instanceId + "' is not an entity instance id (@name@key)");
+        }
+        int at = instanceId.indexOf('@', 1);
+        return "@" + instanceId.substring(1, at).toLowerCase(Locale.ROOT) + instanceId.substring(at);
+    }
+
+    // ------------------------------------------------------------------ stored state
+
+    /** The entity's stored state: null when it has none (never set, or deleted by an operation). */
+    static String state(String output) {
+        if (output == null) {
+            return null;
+        }
+        try {
+            Object s = Json.parseObject(output).get("state");
+            return s instanceof String text ? text : null;
+        } catch (IllegalArgumentException notOurs) {
+            return null;
+        }
+    }
+
+    static String stateJson(String entityName, String state) {
+        Map<String, Object> json = new LinkedHashMap<>();
+        json.put("entity", entityName);
+        json.put("state", state);
+        return Json.write(json);
+    }
+
+    // ------------------------------------------------------------------ messages to an entity
+
+    /** The messages that deliver one operation event to an entity: a start (ignored if it exists) and the event. */
+    static List<WorkItem> toEntity(String entityId, HistoryEvent operation, Instant now) {
+        String name = name(entityId);
+        HistoryEvent start = DtEvents.event(DtEvents.NO_ID, now).setExecutionStarted(ExecutionStartedEvent
+                .newBuilder().setName(name).setOrchestrationInstance(OrchestrationInstance.newBuilder()
+                        .setInstanceId(entityId))).build();
+        return List.of(DtMessages.start(entityId, start, 0),
+                new WorkItem.QueueMessage(entityId, DtEvents.kind(operation), DtPayload.wrap(operation)));
+    }
+
+    static HistoryEvent signal(String requestId, String operation, String input, Instant now) {
+        EntityOperationSignaledEvent.Builder s = EntityOperationSignaledEvent.newBuilder().setRequestId(requestId)
+                .setOperation(operation);
+        if (input != null) {
+            s.setInput(DtEvents.string(input));
+        }
+        return DtEvents.event(DtEvents.NO_ID, now).setEntityOperationSignaled(s).build();
+    }
+
+    // ------------------------------------------------------------------ one batch
+
+    /** One operation of a batch: what the worker runs, and where its result goes (null for a signal). */
+    record Operation(OperationRequest request, OrchestrationInstance replyTo, WorkItem message) {}
+
+    /** A prepared batch: the request for the worker (null when no operation is due: the ack only consumes). */
+    static final class Batch {
+        final String lockToken;
+        final String instance;
+        final boolean exists;
+        final String stateBefore;
+        final List<Operation> operations = new ArrayList<>();
+        EntityBatchRequest request;
+
+        Batch(String lockToken, String instance, boolean exists, String stateBefore) {
+            this.lockToken = lockToken;
+            this.instance = instance;
+            this.exists = exists;
+            this.stateBefore = stateBefore;
+        }
+    }
+
+    /** {@code stored} is the instance's execution output (null when the instance does not exist yet). */
+    static Batch prepare(FetchedOrchestration fetched, boolean exists, String stored) {
+        String id = fetched.item().instance();
+        Batch b = new Batch(fetched.lockToken(), id, exists, state(stored));
+        for (WorkItem m : fetched.item().messages()) {
+            if (m instanceof WorkItem.StartOrchestration) {
+                continue; // only there to let the provider accept the operations of a new entity
+            }
+            HistoryEvent e;
+            try {
+                if (!(m instanceof WorkItem.QueueMessage q)) {
+                    throw new IllegalArgumentException("a " + m.kind() + " message");
+                }
+                e = DtPayload.unwrap(q.data(), HistoryEvent.parser());
+            } catch (IllegalArgumentException notAnOperation) {
+                LOG.warn("entity {}: dropping a message that is not an entity operation ({})", id,
+                        notAnOperation.getMessage());
+                continue;
+            }
+            if (e.hasEntityOperationSignaled()) {
+                EntityOperationSignaledEvent s = e.getEntityOperationSignaled();
+                OperationRequest.Builder r = OperationRequest.newBuilder().setOperation(s.getOperation())
+                        .setRequestId(s.getRequestId());
+                if (s.hasInput()) {
+                    r.setInput(s.getInput());
+                }
+                b.operations.add(new Operation(r.build(), null, m));
+            } else if (e.hasEntityOperationCalled()) {
+                EntityOperationCalledEvent c = e.getEntityOperationCalled();
+                OperationRequest.Builder r = OperationRequest.newBuilder().setOperation(c.getOperation())
+                        .setRequestId(c.getRequestId());
+                if (c.hasInput()) {
+                    r.setInput(c.getInput());
+                }
+                OrchestrationInstance.Builder to = OrchestrationInstance.newBuilder()
+                        .setInstanceId(c.getParentInstanceId().getValue());
+                if (c.hasParentExecutionId()) {
+                    to.setExecutionId(c.getParentExecutionId());
+                }
+                b.operations.add(new Operation(r.build(), to.build(), m));
+            } else {
+                LOG.warn("entity {}: dropping a {} message (not an operation this sidecar carries out)", id,
+                        e.getEventTypeCase());
+            }
+        }
+        if (b.operations.isEmpty()) {
+            return b;
+        }
+        EntityBatchRequest.Builder r = EntityBatchRequest.newBuilder().setInstanceId(id);
+        if (b.stateBefore != null) {
+            r.setEntityState(DtEvents.string(b.stateBefore));
+        }
+        b.operations.forEach(o -> r.addOperations(o.request()));
+        b.request = r.build();
+        return b;
+    }
+
+    /** What one entity ack commits. */
+    record Ack(String lockToken, List<WorkItem> orchestratorItems, ExecutionMetadata metadata) {}
+
+    /**
+     * The ack of a batch the worker ran. Operations without a result (a worker may stop a batch early) are sent to
+     * the entity again, after the messages that arrived meanwhile.
+     */
+    static Ack complete(Batch b, EntityBatchResult result, Instant now) {
+        List<WorkItem> out = new ArrayList<>();
+        int done = Math.min(result.getResultsCount(), b.operations.size());
+        for (int i = 0; i < done; i++) {
+            Operation op = b.operations.get(i);
+            if (op.replyTo() == null) {
+                continue;
+            }
+            OperationResult r = result.getResults(i);
+            HistoryEvent.Builder reply = DtEvents.event(DtEvents.NO_ID, now);
+            if (r.hasFailure()) {
+                reply.setEntityOperationFailed(EntityOperationFailedEvent.newBuilder()
+                        .setRequestId(op.request().getRequestId())
+                        .setFailureDetails(r.getFailure().getFailureDetails()));
+            } else {
+                EntityOperationCompletedEvent.Builder ok = EntityOperationCompletedEvent.newBuilder()
+                        .setRequestId(op.request().getRequestId());
+                if (r.getSuccess().hasResult()) {
+                    ok.setOutput(r.getSuccess().getResult());
+                }
+                reply.setEntityOperationCompleted(ok);
+            }
+            out.add(DtMessages.toInstance(op.replyTo().getInstanceId(), 0, reply.build()));
+        }
+        for (OperationAction a : result.getActionsList()) {
+            switch (a.getOperationActionTypeCase()) {
+                case SENDSIGNAL -> {
+                    SendSignalAction s = a.getSendSignal();
+                    String target = requireEntityId(s.getInstanceId());
+                    out.addAll(toEntity(target, signal(UUID.randomUUID().toString(), s.getName(),
+                            DtEvents.text(s.hasInput(), s.getInput()), now), now));
+                }
+                case STARTNEWORCHESTRATION -> {
+                    StartNewOrchestrationAction s = a.getStartNewOrchestration();
+                    String id = s.getInstanceId().isEmpty() ? TurnApplier.newExecutionId() : s.getInstanceId();
+                    ExecutionStartedEvent.Builder started = ExecutionStartedEvent.newBuilder().setName(s.getName())
+                            .setOrchestrationInstance(OrchestrationInstance.newBuilder().setInstanceId(id)
+                                    .setExecutionId(DtEvents.string(TurnApplier.newExecutionId())));
+                    if (s.hasVersion()) {
+                        started.setVersion(s.getVersion());
+                    }
+                    if (s.hasInput()) {
+                        started.setInput(s.getInput());
+                    }
+                    out.add(DtMessages.start(id, DtEvents.event(DtEvents.NO_ID, now).setExecutionStarted(started)
+                            .build(), 0));
+                }
+                default -> LOG.warn("entity {}: ignoring an operation action of unknown kind {}", b.instance,
+                        a.getOperationActionTypeCase());
+            }
+        }
+        for (int i = done; i < b.operations.size(); i++) {
+            out.add(b.operations.get(i).message());
+        }
+        String state = result.hasEntityState() ? result.getEntityState().getValue() : null;
+        String name = name(b.instance);
+        ExecutionMetadata md = b.exists ? ExecutionMetadata.empty() : ExecutionMetadata.of(name, "");
+        // An entity without state is finished for the provider, so CleanEntityStorage may delete it (not forced).
+        md = md.withStatus(state == null ? ExecutionMetadata.COMPLETED : ExecutionMetadata.RUNNING,
+                stateJson(name, state));
+        return new Ack(b.lockToken, out, md);
+    }
+
+    /** A batch the worker could not run as a whole (it reported a failure for the batch, not an operation). */
+    static String describe(TaskFailureDetails f) {
+        return f.getErrorType() + ": " + f.getErrorMessage();
+    }
+}
