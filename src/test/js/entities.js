@@ -48,11 +48,28 @@ async function* useCounter(ctx, key) {
   return { afterAdd, now, failure };
 }
 
-async function* lockCounters(ctx) {
-  const lock = yield ctx.entities.lockEntities(new EntityInstanceId('counter', 'l1'),
-    new EntityInstanceId('counter', 'l2'));
+// Moves 5 from l1 to l2 inside a critical section, and holds the locks until the event 'go'.
+async function* transfer(ctx) {
+  const from = new EntityInstanceId('counter', 'l1');
+  const to = new EntityInstanceId('counter', 'l2');
+  const lock = yield ctx.entities.lockEntities(to, from);
+  const left = yield ctx.entities.callEntity(from, 'add', -5);
+  const arrived = yield ctx.entities.callEntity(to, 'add', 5);
+  yield ctx.waitForExternalEvent('go');
   lock.release();
-  return 'locked';
+  return [left, arrived];
+}
+
+// Ends (fails) inside a critical section: its lock stays until storage cleaning releases it.
+async function* lockAndFail(ctx) {
+  yield ctx.entities.lockEntities(new EntityInstanceId('counter', 'l3'));
+  throw new Error('failing while holding a lock');
+}
+
+async function* scheduledSignal(ctx) {
+  ctx.entities.signalEntity(new EntityInstanceId('counter', 's1'), 'add', 1,
+    { signalTime: new Date(ctx.currentUtcDateTime.getTime() + 3600 * 1000) });
+  return 'sent';
 }
 
 /** Re-reads the entity until its state is `expected`; returns the milliseconds it took. */
@@ -148,11 +165,52 @@ const scenarios = {
     equal(rest, ['@counter@q1', '@counter@q3'], 'entities left after cleaning');
   },
 
-  async 'locks-fail-clearly'(c) {
-    const inst = await c.scheduleNewOrchestration('lockCounters');
+  async 'critical-section'(c) {
+    const l1 = new EntityInstanceId('counter', 'l1');
+    const l2 = new EntityInstanceId('counter', 'l2');
+    await c.signalEntity(l1, 'add', 10);
+    await stateBecomes(c, l1, 10);
+    const inst = await c.scheduleNewOrchestration('transfer');
+    await stateBecomes(c, l2, 5); // both calls ran: the orchestration now holds both locks, waiting for 'go'
+    const locked = await c.getEntity(l1);
+    equal(locked.lockedBy, inst, 'l1 is locked by the orchestration');
+    // A signal from outside the critical section waits for the unlock.
+    await c.signalEntity(l1, 'add', 100);
+    const deadline = Date.now() + 30000;
+    for (;;) {
+      const m = await c.getEntity(l1);
+      equal(m.state, 5, 'l1 state while locked');
+      if (m.backlogQueueSize === 1) {
+        break;
+      }
+      check(Date.now() < deadline, 'the signal to the locked entity was not held back within 30 s');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await c.raiseOrchestrationEvent(inst, 'go', true);
+    equal(output(await finished(c, inst, OrchestrationStatus.COMPLETED)), [5, 5], 'results inside the section');
+    await stateBecomes(c, l1, 105); // unlocked: the waiting signal ran
+    const after = await c.getEntity(l1);
+    check(after.lockedBy === undefined || after.lockedBy === '', `l1 still locked by ${after.lockedBy}`);
+  },
+
+  async 'orphaned-lock-released-by-cleaning'(c) {
+    const l3 = new EntityInstanceId('counter', 'l3');
+    await c.signalEntity(l3, 'add', 1);
+    await stateBecomes(c, l3, 1);
+    const inst = await c.scheduleNewOrchestration('lockAndFail');
+    await finished(c, inst, OrchestrationStatus.FAILED);
+    equal((await c.getEntity(l3)).lockedBy, inst, 'the failed orchestration still holds the lock');
+    const cleaned = await c.cleanEntityStorage({ removeEmptyEntities: false, releaseOrphanedLocks: true });
+    equal(cleaned.orphanedLocksReleased, 1, 'orphaned locks released');
+    await c.signalEntity(l3, 'add', 1);
+    await stateBecomes(c, l3, 2);
+  },
+
+  async 'scheduled-signal-from-orchestration-fails-clearly'(c) {
+    const inst = await c.scheduleNewOrchestration('scheduledSignal');
     const state = await finished(c, inst, OrchestrationStatus.FAILED);
     const message = state.failureDetails && state.failureDetails.message;
-    check(message && message.includes('critical sections'), `failure names the unsupported locks: ${message}`);
+    check(message && message.includes('scheduled'), `failure names the unsupported scheduled signal: ${message}`);
   },
 };
 
@@ -167,7 +225,9 @@ async function main() {
   const w = worker(port, (r) => {
     r.addNamedEntity('counter', () => new Counter());
     r.addNamedOrchestrator('useCounter', useCounter);
-    r.addNamedOrchestrator('lockCounters', lockCounters);
+    r.addNamedOrchestrator('transfer', transfer);
+    r.addNamedOrchestrator('lockAndFail', lockAndFail);
+    r.addNamedOrchestrator('scheduledSignal', scheduledSignal);
   });
   const c = client(port);
   await w.start();

@@ -91,32 +91,45 @@ final class EntityClient {
             if (m.isPresent()) {
                 out.addEntities(m.get());
             } else if (q.getIncludeTransient()) {
-                out.addEntities(EntityMetadata.newBuilder().setInstanceId(id)
-                        .setLastModifiedTime(DtEvents.timestampMillis(info.get().updatedAtMs())));
+                out.addEntities(transientMetadata(info.get()));
             }
         }
         return out.build();
     }
 
     /**
-     * Removes up to a page of entities whose state is empty (deleted by an operation). There are no locks to
-     * release: critical sections are not supported.
+     * Over a page of entities: releases locks whose holder has finished or is gone (an orchestration that ended
+     * inside a critical section) by sending the entity the unlock its holder never sent, and removes entities with
+     * nothing to keep (no state, no lock, nothing waiting).
      */
     CleanEntityStorageResponse clean(CleanEntityStorageRequest r) {
         int removed = 0;
+        int released = 0;
         String last = null;
         CleanEntityStorageResponse.Builder out = CleanEntityStorageResponse.newBuilder();
-        if (r.getRemoveEmptyEntities()) {
-            int seen = 0;
-            for (String id : entityIds("@", r.hasContinuationToken() ? r.getContinuationToken().getValue() : "")) {
-                if (seen++ >= DEFAULT_PAGE) {
-                    out.setContinuationToken(DtEvents.string(last));
-                    break;
-                }
-                last = id;
-                Optional<InstanceInfo> info = info(id);
-                if (info.isPresent() && EntityBatches.state(info.get().output().orElse(null)) == null) {
-                    // Not forced: an entity with queued operations or a batch out with a worker stays.
+        int seen = 0;
+        for (String id : entityIds("@", r.hasContinuationToken() ? r.getContinuationToken().getValue() : "")) {
+            if (seen++ >= DEFAULT_PAGE) {
+                out.setContinuationToken(DtEvents.string(last));
+                break;
+            }
+            last = id;
+            Optional<InstanceInfo> info = info(id);
+            if (info.isEmpty()) {
+                continue;
+            }
+            EntityBatches.Stored stored = EntityBatches.Stored.parse(info.get().output().orElse(null));
+            if (r.getReleaseOrphanedLocks() && stored.lockedBy() != null && holderEnded(stored.lockedBy())) {
+                Instant now = clock.instant();
+                provider.enqueueAllForOrchestrator(EntityBatches.toEntity(id, EntityBatches.unlock(
+                        stored.criticalSection(), stored.lockedBy(), now), now), null);
+                released++;
+            }
+            if (r.getRemoveEmptyEntities()) {
+                if (stored.empty()) {
+                    // Not forced: only an entity the provider counts as finished goes (one with nothing to keep;
+                    // a batch out with a worker would set it running again). Operations queued for it at this
+                    // very moment go with it.
                     try {
                         removed += (int) admin.deleteInstancesAtomic(List.of(id), false).instancesDeleted();
                     } catch (ProviderException e) {
@@ -127,7 +140,13 @@ final class EntityClient {
                 }
             }
         }
-        return out.setEmptyEntitiesRemoved(removed).setOrphanedLocksReleased(0).build();
+        return out.setEmptyEntitiesRemoved(removed).setOrphanedLocksReleased(released).build();
+    }
+
+    private boolean holderEnded(String orchestration) {
+        Optional<InstanceInfo> holder = info(orchestration);
+        return holder.isEmpty()
+                || DtState.parse(holder.get().status(), holder.get().output().orElse(null)).isTerminal();
     }
 
     private List<String> entityIds(String prefix, String after) {
@@ -150,15 +169,23 @@ final class EntityClient {
 
     /** The entity's metadata, or empty when it has no state (the protocol's "does not exist"). */
     private static Optional<EntityMetadata> metadata(InstanceInfo info, boolean includeState) {
-        String state = EntityBatches.state(info.output().orElse(null));
+        EntityMetadata m = transientMetadata(info);
+        String state = EntityBatches.Stored.parse(info.output().orElse(null)).state();
         if (state == null) {
             return Optional.empty();
         }
+        return Optional.of(includeState ? m.toBuilder().setSerializedState(DtEvents.string(state)).build() : m);
+    }
+
+    /** What is known of an entity besides its state: last change, lock holder, operations waiting for the lock. */
+    private static EntityMetadata transientMetadata(InstanceInfo info) {
+        EntityBatches.Stored s = EntityBatches.Stored.parse(info.output().orElse(null));
         EntityMetadata.Builder m = EntityMetadata.newBuilder().setInstanceId(info.instanceId())
-                .setLastModifiedTime(DtEvents.timestampMillis(info.updatedAtMs()));
-        if (includeState) {
-            m.setSerializedState(DtEvents.string(state));
+                .setLastModifiedTime(DtEvents.timestampMillis(info.updatedAtMs()))
+                .setBacklogQueueSize(s.deferred().size());
+        if (s.lockedBy() != null) {
+            m.setLockedBy(DtEvents.string(s.lockedBy()));
         }
-        return Optional.of(m.build());
+        return m.build();
     }
 }

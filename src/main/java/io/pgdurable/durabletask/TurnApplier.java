@@ -5,8 +5,10 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.CompleteOrchestrati
 import io.pgdurable.durabletask.protocol.OrchestratorService.ContinueAsNewEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateSubOrchestrationAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateTimerAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityLockRequestedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationCalledEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationSignaledEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityUnlockSentEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EventRaisedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EventSentEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionCompletedEvent;
@@ -369,25 +371,42 @@ final class TurnApplier {
                             DtEvents.event(DtEvents.NO_ID, now).setEventRaised(raised).build()));
                 }
                 case SENDENTITYMESSAGE -> {
-                    // carriedOut() lets through signals and calls to entity ids only.
+                    // carriedOut() lets through messages to entity ids only. Replies come back to this instance
+                    // whatever the worker named as parent.
                     SendEntityMessageAction m = a.getSendEntityMessage();
                     HistoryEvent.Builder sent = DtEvents.event(id, now);
                     HistoryEvent.Builder message = DtEvents.event(DtEvents.NO_ID, now);
                     String target;
-                    if (m.hasEntityOperationSignaled()) {
-                        EntityOperationSignaledEvent s = m.getEntityOperationSignaled();
-                        target = s.getTargetInstanceId().getValue();
-                        sent.setEntityOperationSignaled(s);
-                        message.setEntityOperationSignaled(s.toBuilder().clearTargetInstanceId());
-                    } else {
-                        EntityOperationCalledEvent c = m.getEntityOperationCalled();
-                        target = c.getTargetInstanceId().getValue();
-                        sent.setEntityOperationCalled(c.toBuilder().clearParentInstanceId()
-                                .clearParentExecutionId());
-                        // The response goes to this instance whatever the worker named.
-                        message.setEntityOperationCalled(c.toBuilder().clearTargetInstanceId()
-                                .setParentInstanceId(DtEvents.string(t.instance))
-                                .setParentExecutionId(DtEvents.string(dtExecutionId)));
+                    switch (m.getEntityMessageTypeCase()) {
+                        case ENTITYOPERATIONSIGNALED -> {
+                            EntityOperationSignaledEvent s = m.getEntityOperationSignaled();
+                            target = s.getTargetInstanceId().getValue();
+                            sent.setEntityOperationSignaled(s);
+                            message.setEntityOperationSignaled(s.toBuilder().clearTargetInstanceId());
+                        }
+                        case ENTITYOPERATIONCALLED -> {
+                            EntityOperationCalledEvent c = m.getEntityOperationCalled();
+                            target = c.getTargetInstanceId().getValue();
+                            sent.setEntityOperationCalled(c.toBuilder().clearParentInstanceId()
+                                    .clearParentExecutionId());
+                            message.setEntityOperationCalled(c.toBuilder().clearTargetInstanceId()
+                                    .setParentInstanceId(DtEvents.string(t.instance))
+                                    .setParentExecutionId(DtEvents.string(dtExecutionId)));
+                        }
+                        case ENTITYLOCKREQUESTED -> {
+                            EntityLockRequestedEvent l = m.getEntityLockRequested();
+                            target = l.getLockSet(0);
+                            sent.setEntityLockRequested(l.toBuilder().clearParentInstanceId());
+                            message.setEntityLockRequested(l.toBuilder().setPosition(0)
+                                    .setParentInstanceId(DtEvents.string(t.instance)));
+                        }
+                        default -> {
+                            EntityUnlockSentEvent u = m.getEntityUnlockSent();
+                            target = u.getTargetInstanceId().getValue();
+                            sent.setEntityUnlockSent(u.toBuilder().clearParentInstanceId());
+                            message.setEntityUnlockSent(u.toBuilder().clearTargetInstanceId()
+                                    .setParentInstanceId(DtEvents.string(t.instance)));
+                        }
                     }
                     delta.add(DtEvents.toEvent(nextId[0]++, sent.build()));
                     orchestratorItems.addAll(EntityBatches.toEntity(EntityBatches.requireEntityId(target),
@@ -466,31 +485,38 @@ final class TurnApplier {
         return response.getActionsList();
     }
 
-    /** Null for an entity message this sidecar carries out: a signal or call, due now, to an entity id. */
+    /** Null for an entity message this sidecar carries out: one due now, to entity ids only. */
     private static String unsupportedEntityMessage(SendEntityMessageAction m, Instant now) {
-        com.google.protobuf.Timestamp when;
-        String target;
+        com.google.protobuf.Timestamp when = null;
+        List<String> targets;
         switch (m.getEntityMessageTypeCase()) {
             case ENTITYOPERATIONSIGNALED -> {
-                when = m.getEntityOperationSignaled().hasScheduledTime()
-                        ? m.getEntityOperationSignaled().getScheduledTime() : null;
-                target = m.getEntityOperationSignaled().getTargetInstanceId().getValue();
+                if (m.getEntityOperationSignaled().hasScheduledTime()) {
+                    when = m.getEntityOperationSignaled().getScheduledTime();
+                }
+                targets = List.of(m.getEntityOperationSignaled().getTargetInstanceId().getValue());
             }
             case ENTITYOPERATIONCALLED -> {
-                when = m.getEntityOperationCalled().hasScheduledTime()
-                        ? m.getEntityOperationCalled().getScheduledTime() : null;
-                target = m.getEntityOperationCalled().getTargetInstanceId().getValue();
+                if (m.getEntityOperationCalled().hasScheduledTime()) {
+                    when = m.getEntityOperationCalled().getScheduledTime();
+                }
+                targets = List.of(m.getEntityOperationCalled().getTargetInstanceId().getValue());
             }
-            case ENTITYLOCKREQUESTED, ENTITYUNLOCKSENT -> {
-                return "sendEntityMessage " + m.getEntityMessageTypeCase() + " (entity critical sections, i.e. "
-                        + "locks, are not supported by the pgdurable sidecar)";
+            case ENTITYLOCKREQUESTED -> {
+                targets = m.getEntityLockRequested().getLockSetList();
+                if (targets.isEmpty()) {
+                    return "sendEntityMessage entityLockRequested with an empty lock set";
+                }
             }
+            case ENTITYUNLOCKSENT -> targets = List.of(m.getEntityUnlockSent().getTargetInstanceId().getValue());
             default -> {
                 return "sendEntityMessage of no known kind";
             }
         }
-        if (!EntityBatches.isEntityId(target)) {
-            return "sendEntityMessage to '" + target + "', which is not an entity instance id (@name@key)";
+        for (String target : targets) {
+            if (!EntityBatches.isEntityId(target)) {
+                return "sendEntityMessage to '" + target + "', which is not an entity instance id (@name@key)";
+            }
         }
         if (when != null && DtEvents.instant(when).isAfter(now.plusSeconds(1))) {
             return "sendEntityMessage with a scheduled time (scheduled entity operations from orchestrations are "

@@ -453,12 +453,13 @@ final class WorkDispatcher implements AutoCloseable {
                 // not found: a new entity
             }
             EntityBatches.Batch batch = EntityBatches.prepare(fetched, info != null,
-                    info == null ? null : info.output().orElse(null));
+                    info == null ? null : info.output().orElse(null), java.time.Instant.now());
             if (batch.request == null) {
+                // Only lock requests, unlocks or messages that wait for a lock: nothing for the worker.
+                EntityBatches.Ack ack = EntityBatches.withoutWorker(batch);
                 try {
-                    commit(new TurnApplier.Ack(fetched.lockToken(), Math.max(1, fetched.item().executionId()),
-                            List.of(), List.of(), List.of(), io.pgdurable.spi.ExecutionMetadata.empty(), List.of(),
-                            false), id);
+                    commit(new TurnApplier.Ack(ack.lockToken(), 1, List.of(), List.of(), ack.orchestratorItems(),
+                            ack.metadata(), List.of(), false), id);
                 } catch (StatusException e) {
                     LOG.debug("entity {}: consuming messages failed: {}", id, e.getMessage());
                 }

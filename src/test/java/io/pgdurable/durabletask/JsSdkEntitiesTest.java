@@ -17,13 +17,15 @@ import org.slf4j.LoggerFactory;
 /**
  * Durable entities on {@code serve} driven by the JavaScript SDK ({@code src/test/js/entities.js}): client signals
  * and reads, calls and signals from orchestrations with their responses, an entity signalling another, concurrent
- * signals serialised per entity, queries and storage cleaning, and the clear failure of a critical section (locks
- * are not supported).
+ * signals serialised per entity, queries and storage cleaning, a critical section over two entities holding back
+ * a signal from outside it, an orphaned lock released by storage cleaning, and the clear failure of a scheduled
+ * signal from an orchestration (not supported).
  */
 class JsSdkEntitiesTest {
     private static final Logger LOG = LoggerFactory.getLogger(JsSdkEntitiesTest.class);
     private static final List<String> SCENARIOS = List.of("client-signal-get", "orchestration-call-signal",
-            "entity-signals-entity", "serialised-concurrent-signals", "query-and-clean", "locks-fail-clearly");
+            "entity-signals-entity", "serialised-concurrent-signals", "query-and-clean", "critical-section",
+            "orphaned-lock-released-by-cleaning", "scheduled-signal-from-orchestration-fails-clearly");
 
     private static Path node;
 

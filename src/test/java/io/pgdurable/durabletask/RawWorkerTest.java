@@ -13,7 +13,7 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonOrchestratio
 import io.pgdurable.durabletask.protocol.OrchestratorService.ActivityResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CompleteOrchestrationAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateInstanceRequest;
-import io.pgdurable.durabletask.protocol.OrchestratorService.EntityLockRequestedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationSignaledEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.GetInstanceRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.GetWorkItemsRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationState;
@@ -98,7 +98,7 @@ class RawWorkerTest {
     }
 
     @Test
-    void anEntityLockRequestFailsTheOrchestrationNamingIt() throws Exception {
+    void aScheduledEntitySignalFailsTheOrchestrationNamingIt() throws Exception {
         String id = startInstance("raw-entity");
         WorkItem item = next();
         assertTrue(item.hasOrchestratorRequest(), "got " + item.getRequestCase());
@@ -107,9 +107,10 @@ class RawWorkerTest {
         timed().completeOrchestratorTask(OrchestratorResponse.newBuilder().setInstanceId(req.getInstanceId())
                 .setCompletionToken(item.getCompletionToken())
                 .addActions(OrchestratorAction.newBuilder().setId(0).setSendEntityMessage(SendEntityMessageAction
-                        .newBuilder().setEntityLockRequested(EntityLockRequestedEvent.newBuilder()
-                                .setCriticalSectionId("cs1").addLockSet("@counter@a")
-                                .setParentInstanceId(StringValue.of(id)))))
+                        .newBuilder().setEntityOperationSignaled(EntityOperationSignaledEvent.newBuilder()
+                                .setRequestId("r1").setOperation("add")
+                                .setTargetInstanceId(StringValue.of("@counter@a"))
+                                .setScheduledTime(DtEvents.timestamp(java.time.Instant.now().plusSeconds(3600))))))
                 .build());
 
         OrchestrationState s = timed().waitForInstanceCompletion(GetInstanceRequest.newBuilder().setInstanceId(id)
@@ -118,7 +119,7 @@ class RawWorkerTest {
         assertEquals("UnsupportedAction", s.getFailureDetails().getErrorType());
         assertTrue(s.getFailureDetails().getErrorMessage().contains("sendEntityMessage"),
                 s.getFailureDetails().getErrorMessage());
-        assertTrue(s.getFailureDetails().getErrorMessage().contains("critical sections"),
+        assertTrue(s.getFailureDetails().getErrorMessage().contains("scheduled"),
                 s.getFailureDetails().getErrorMessage());
     }
 
