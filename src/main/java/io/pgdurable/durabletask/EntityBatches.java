@@ -38,13 +38,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Mapping: an entity is a provider orchestration instance whose id is {@code @name@key} (the convention the SDKs
  * use; the name in lower case), with orchestration name = the entity name. Its state is the execution's output, a
- * JSON object {@code {"entity": name, "state": text-or-null}}, status Running; no history is written, so an entity
- * that has run a million operations is still one row. Each operation is an orchestrator-queue message (a
+ * JSON object ({@link Stored}: the state, the lock holder, messages waiting for the unlock); no history is written,
+ * so an entity that has run a million operations is still one row. Each operation is an orchestrator-queue message (a
  * {@link WorkItem.QueueMessage} named after its event, the {@code EntityOperationSignaled}/{@code
  * EntityOperationCalled} event as payload), sent together with a {@link WorkItem.StartOrchestration} for the entity
  * so the provider accepts messages for an entity that does not exist yet (extra starts are ignored). The provider's
  * per-instance lock is what serialises an entity: one batch (all its visible messages) at a time, committed by one
- * ack that also sends the responses to calling orchestrations and the entity's own signals and starts.
+ * ack that also sends the responses to calling orchestrations, lock grants, and the entity's own signals and starts.
  */
 final class EntityBatches {
     private static final Logger LOG = LoggerFactory.getLogger(EntityBatches.class);

@@ -296,10 +296,10 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
     @Override
     public void skipGracefulOrchestrationTerminations(SkipGracefulOrchestrationTerminationsRequest request,
             StreamObserver<SkipGracefulOrchestrationTerminationsResponse> out) {
-        // Graceful terminations wait on entity locks, which this sidecar does not have (no critical sections).
-        out.onError(Status.UNIMPLEMENTED.withDescription("SkipGracefulOrchestrationTerminations: entity critical "
-                + "sections (locks) are not supported by the pgdurable sidecar, so no termination waits for one")
-                .asException());
+        // Terminations here never wait for an orchestration's entity locks, so there is nothing to skip.
+        out.onError(Status.UNIMPLEMENTED.withDescription("SkipGracefulOrchestrationTerminations: the pgdurable "
+                + "sidecar terminates at once and never waits for entity locks; locks a terminated orchestration "
+                + "held are released by CleanEntityStorage").asException());
     }
 
     @Override
