@@ -298,8 +298,8 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
             StreamObserver<SkipGracefulOrchestrationTerminationsResponse> out) {
         // Terminations here never wait for an orchestration's entity locks, so there is nothing to skip.
         out.onError(Status.UNIMPLEMENTED.withDescription("SkipGracefulOrchestrationTerminations: the pgdurable "
-                + "sidecar terminates at once and never waits for entity locks; locks a terminated orchestration "
-                + "held are released by CleanEntityStorage").asException());
+                + "sidecar terminates at once and never waits for entity locks; a terminated orchestration's locks "
+                + "are released as its execution ends").asException());
     }
 
     @Override

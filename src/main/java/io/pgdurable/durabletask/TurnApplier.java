@@ -93,6 +93,8 @@ final class TurnApplier {
         final Set<Integer> openActivities = new LinkedHashSet<>();
         final Map<Integer, String> openChildren = new LinkedHashMap<>();
         final Map<Integer, Instant> timerDue = new LinkedHashMap<>();
+        /** Critical section id → the entities asked for its lock and not yet sent an unlock. */
+        final Map<String, Set<String>> heldLocks = new LinkedHashMap<>();
         OrchestratorRequest request;
 
         Turn(String lockToken, String instance, long currentExecutionId) {
@@ -202,6 +204,7 @@ final class TurnApplier {
             case EXECUTIONSUSPENDED -> t.suspended = true;
             case EXECUTIONRESUMED -> t.suspended = false;
             case EXECUTIONCOMPLETED, CONTINUEASNEW -> t.terminal = true;
+            case ENTITYLOCKREQUESTED, ENTITYUNLOCKSENT -> trackLocks(t, h);
             default -> { }
         }
         if (h.hasEventSent()) {
@@ -209,6 +212,21 @@ final class TurnApplier {
             return; // the 1.5.0 worker throws on EventSent during replay
         }
         t.past.add(h);
+    }
+
+    private static void trackLocks(Turn t, HistoryEvent h) {
+        if (h.hasEntityLockRequested()) {
+            t.heldLocks.put(h.getEntityLockRequested().getCriticalSectionId(),
+                    new LinkedHashSet<>(h.getEntityLockRequested().getLockSetList()));
+        } else if (h.hasEntityUnlockSent()) {
+            Set<String> held = t.heldLocks.get(h.getEntityUnlockSent().getCriticalSectionId());
+            if (held != null) {
+                held.remove(h.getEntityUnlockSent().getTargetInstanceId().getValue());
+                if (held.isEmpty()) {
+                    t.heldLocks.remove(h.getEntityUnlockSent().getCriticalSectionId());
+                }
+            }
+        }
     }
 
     private static void accept(Turn t, WorkItem m, DtMessages.Incoming in) {
@@ -272,6 +290,7 @@ final class TurnApplier {
         t.openActivities.clear();
         t.openChildren.clear();
         t.timerDue.clear();
+        t.heldLocks.clear();
         t.lastCustomStatus = null;
         t.firstTurn = true;
     }
@@ -408,7 +427,9 @@ final class TurnApplier {
                                     .setParentInstanceId(DtEvents.string(t.instance)));
                         }
                     }
-                    delta.add(DtEvents.toEvent(nextId[0]++, sent.build()));
+                    HistoryEvent recorded = sent.build();
+                    trackLocks(t, recorded);
+                    delta.add(DtEvents.toEvent(nextId[0]++, recorded));
                     orchestratorItems.addAll(EntityBatches.toEntity(EntityBatches.requireEntityId(target),
                             message.build(), now));
                 }
@@ -541,6 +562,12 @@ final class TurnApplier {
                                       List<WorkItem> orchestratorItems, long[] nextId) {
         OrchestrationStatus status = c.getOrchestrationStatus();
         String result = DtEvents.text(c.hasResult(), c.getResult());
+        // An execution that ends inside a critical section (failed, terminated, or simply never released) lets go
+        // of its locks, so the entities do not wait for an unlock that can no longer come.
+        t.heldLocks.forEach((section, entities) -> entities.forEach(entity -> orchestratorItems.addAll(
+                EntityBatches.toEntity(EntityBatches.requireEntityId(entity),
+                        EntityBatches.unlock(section, t.instance, now), now))));
+        t.heldLocks.clear();
         DtState state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()),
                 started.getTagsMap());
         if (status == OrchestrationStatus.ORCHESTRATION_STATUS_CONTINUED_AS_NEW) {

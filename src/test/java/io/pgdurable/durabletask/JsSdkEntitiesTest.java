@@ -18,14 +18,14 @@ import org.slf4j.LoggerFactory;
  * Durable entities on {@code serve} driven by the JavaScript SDK ({@code src/test/js/entities.js}): client signals
  * and reads, calls and signals from orchestrations with their responses, an entity signalling another, concurrent
  * signals serialised per entity, queries and storage cleaning, a critical section over two entities holding back
- * a signal from outside it, an orphaned lock released by storage cleaning, and the clear failure of a scheduled
+ * a signal from outside it, the locks of an orchestration that failed inside its section released, and the clear failure of a scheduled
  * signal from an orchestration (not supported).
  */
 class JsSdkEntitiesTest {
     private static final Logger LOG = LoggerFactory.getLogger(JsSdkEntitiesTest.class);
     private static final List<String> SCENARIOS = List.of("client-signal-get", "orchestration-call-signal",
             "entity-signals-entity", "serialised-concurrent-signals", "query-and-clean", "critical-section",
-            "orphaned-lock-released-by-cleaning", "scheduled-signal-from-orchestration-fails-clearly");
+            "lock-released-when-its-orchestration-fails", "scheduled-signal-from-orchestration-fails-clearly");
 
     private static Path node;
 

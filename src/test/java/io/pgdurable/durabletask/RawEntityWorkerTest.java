@@ -11,6 +11,8 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.stub.StreamObserver;
 import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonEntityTaskRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CleanEntityStorageRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CleanEntityStorageResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchResult;
 import io.pgdurable.durabletask.protocol.OrchestratorService.GetEntityRequest;
@@ -151,6 +153,42 @@ class RawEntityWorkerTest {
         assertTrue(got.getExists());
         assertEquals("6", got.getEntity().getSerializedState().getValue());
         assertEquals(COUNTER, got.getEntity().getInstanceId());
+    }
+
+    @Test
+    void storageCleaningReleasesALockWhoseHolderIsGoneAndRemovesEmptyEntities() throws Exception {
+        signal("add", "1");
+        complete(next(), "1", 1);
+        // A lock taken for an orchestration that does not exist (as after a lock request that reached an entity
+        // only after its orchestration had ended): nothing else would ever unlock it.
+        java.time.Instant now = java.time.Instant.now();
+        hub.provider.enqueueAllForOrchestrator(EntityBatches.toEntity(COUNTER, DtEvents.event(DtEvents.NO_ID, now)
+                .setEntityLockRequested(io.pgdurable.durabletask.protocol.OrchestratorService.EntityLockRequestedEvent
+                        .newBuilder().setCriticalSectionId("cs-ghost").addLockSet(COUNTER)
+                        .setParentInstanceId(StringValue.of("ghost"))).build(), now), null);
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!entity().getEntity().getLockedBy().getValue().equals("ghost")) {
+            assertTrue(System.nanoTime() < deadline, "the lock was not taken within " + WAIT);
+            Thread.sleep(10);
+        }
+        signal("add", "2");
+        assertNull(items.poll(1, TimeUnit.SECONDS), "a signal ran while another held the lock");
+
+        CleanEntityStorageResponse cleaned = timed().cleanEntityStorage(CleanEntityStorageRequest.newBuilder()
+                .setReleaseOrphanedLocks(true).setRemoveEmptyEntities(true).build());
+        assertEquals(1, cleaned.getOrphanedLocksReleased());
+        assertEquals(0, cleaned.getEmptyEntitiesRemoved(), "an entity with state is kept");
+        WorkItem held = next();
+        assertEquals("2", held.getEntityRequest().getOperations(0).getInput().getValue(), "released: it runs");
+
+        // The operation deletes the state (no state in the result): the entity is empty, and cleaning removes it.
+        timed().completeEntityTask(EntityBatchResult.newBuilder().setCompletionToken(held.getCompletionToken())
+                .addResults(ok("null")).build());
+        assertFalse(entity().getExists());
+        assertEquals(1, timed().cleanEntityStorage(CleanEntityStorageRequest.newBuilder()
+                .setRemoveEmptyEntities(true).build()).getEmptyEntitiesRemoved());
+        assertFalse(timed().getInstance(io.pgdurable.durabletask.protocol.OrchestratorService.GetInstanceRequest
+                .newBuilder().setInstanceId(COUNTER).build()).getExists(), "the provider instance is gone");
     }
 
     @Test
