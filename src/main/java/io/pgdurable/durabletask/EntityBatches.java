@@ -361,6 +361,12 @@ final class EntityBatches {
             switch (a.getOperationActionTypeCase()) {
                 case SENDSIGNAL -> {
                     SendSignalAction s = a.getSendSignal();
+                    if (!isEntityId(s.getInstanceId())) {
+                        // Refusing the batch would only run it again and again: the signal is dropped, loudly.
+                        LOG.warn("entity {}: dropping a signal to '{}', which is not an entity instance id "
+                                + "(@name@key)", b.instance, s.getInstanceId());
+                        continue;
+                    }
                     String target = requireEntityId(s.getInstanceId());
                     out.addAll(toEntity(target, signal(UUID.randomUUID().toString(), s.getName(),
                             DtEvents.text(s.hasInput(), s.getInput()), now), now));
