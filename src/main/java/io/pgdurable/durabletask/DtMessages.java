@@ -62,7 +62,9 @@ final class DtMessages {
                     DtEvents.ceilMillis(e.getTimerFired().getFireAt()));
             case EVENTRAISED -> new WorkItem.ExternalRaised(instance, e.getEventRaised().getName(),
                     DtPayload.wrap(e));
-            case EXECUTIONSUSPENDED, EXECUTIONRESUMED -> new WorkItem.QueueMessage(instance, DtEvents.kind(e),
+            case EXECUTIONSUSPENDED, EXECUTIONRESUMED, ENTITYOPERATIONCOMPLETED, ENTITYOPERATIONFAILED,
+                 ENTITYLOCKGRANTED ->
+                    new WorkItem.QueueMessage(instance, DtEvents.kind(e),
                     DtPayload.wrap(e));
             default -> throw new IllegalArgumentException("no message form for a " + DtEvents.kind(e) + " event");
         };

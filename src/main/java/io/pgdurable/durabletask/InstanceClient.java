@@ -217,7 +217,9 @@ final class InstanceClient {
         String prefix = q.hasInstanceIdPrefix() ? q.getInstanceIdPrefix().getValue() : "";
         Set<OrchestrationStatus> statuses = statusSet(q.getRuntimeStatusList());
         List<String> ids = new ArrayList<>(admin.listInstances());
-        ids.removeIf(id -> !id.startsWith(prefix) || id.compareTo(after) <= 0);
+        // Entities (@name@key) are instances of the provider but not orchestrations: listed only when asked by prefix.
+        ids.removeIf(id -> !id.startsWith(prefix) || id.compareTo(after) <= 0
+                || (EntityBatches.isEntityId(id) && !prefix.startsWith("@")));
         ids.sort(null);
         QueryInstancesResponse.Builder out = QueryInstancesResponse.newBuilder();
         String last = null;

@@ -52,7 +52,7 @@ public final class SidecarServer implements AutoCloseable {
         StopGate gate = new StopGate();
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()),
                         config.tls() == null ? InsecureServerCredentials.create() : config.tls().serverCredentials())
-                .addService(new TaskHubService(dispatcher, client))
+                .addService(new TaskHubService(dispatcher, client, new EntityClient(provider, clock)))
                 // Find workers whose connection died silently; their items are abandoned when the stream ends.
                 .keepAliveTime(30, TimeUnit.SECONDS)
                 .keepAliveTimeout(10, TimeUnit.SECONDS)

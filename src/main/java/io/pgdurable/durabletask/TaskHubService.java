@@ -67,10 +67,12 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
 
     private final WorkDispatcher dispatcher;
     private final InstanceClient client;
+    private final EntityClient entities;
 
-    TaskHubService(WorkDispatcher dispatcher, InstanceClient client) {
+    TaskHubService(WorkDispatcher dispatcher, InstanceClient client, EntityClient entities) {
         this.dispatcher = dispatcher;
         this.client = client;
+        this.entities = entities;
     }
 
     /** Requests from SDKs of Dapr's protocol fork are read too (see {@link ForkTolerance}). */
@@ -136,7 +138,13 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
 
     @Override
     public void startInstance(CreateInstanceRequest request, StreamObserver<CreateInstanceResponse> out) {
-        answer(out, "StartInstance", () -> client.start(request));
+        answer(out, "StartInstance", () -> {
+            if (EntityBatches.isEntityId(request.getInstanceId())) {
+                throw new IllegalArgumentException("instance ids of the form @name@key are durable entities; an "
+                        + "orchestration cannot be started as '" + request.getInstanceId() + "'");
+            }
+            return client.start(request);
+        });
     }
 
     @Override
@@ -245,49 +253,53 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
         });
     }
 
-    // Durable entities are not supported yet: every entity RPC says so by name instead of a generic UNIMPLEMENTED.
-
-    private static void noEntities(StreamObserver<?> out, String rpc) {
-        out.onError(Status.UNIMPLEMENTED.withDescription(rpc + ": durable entities are not supported by the "
-                + "pgdurable sidecar").asException());
-    }
-
     @Override
     public void signalEntity(SignalEntityRequest request, StreamObserver<SignalEntityResponse> out) {
-        noEntities(out, "SignalEntity");
+        answer(out, "SignalEntity", () -> {
+            entities.signal(request);
+            return SignalEntityResponse.getDefaultInstance();
+        });
     }
 
     @Override
     public void getEntity(GetEntityRequest request, StreamObserver<GetEntityResponse> out) {
-        noEntities(out, "GetEntity");
+        answer(out, "GetEntity", () -> entities.get(request.getInstanceId(), request.getIncludeState()));
     }
 
     @Override
     public void queryEntities(QueryEntitiesRequest request, StreamObserver<QueryEntitiesResponse> out) {
-        noEntities(out, "QueryEntities");
+        answer(out, "QueryEntities", () -> entities.query(request.getQuery()));
     }
 
     @Override
     public void cleanEntityStorage(CleanEntityStorageRequest request, StreamObserver<CleanEntityStorageResponse> out) {
-        noEntities(out, "CleanEntityStorage");
+        answer(out, "CleanEntityStorage", () -> entities.clean(request));
     }
 
     @Override
     public void completeEntityTask(EntityBatchResult request, StreamObserver<CompleteTaskResponse> out) {
-        noEntities(out, "CompleteEntityTask");
+        answer(out, "CompleteEntityTask", () -> {
+            dispatcher.completeEntity(request);
+            return CompleteTaskResponse.getDefaultInstance();
+        });
     }
 
     @Override
     public void abandonTaskEntityWorkItem(AbandonEntityTaskRequest request,
                                           StreamObserver<AbandonEntityTaskResponse> out) {
-        noEntities(out, "AbandonTaskEntityWorkItem");
+        answer(out, "AbandonTaskEntityWorkItem", () -> {
+            dispatcher.abandon(request.getCompletionToken());
+            return AbandonEntityTaskResponse.getDefaultInstance();
+        });
     }
 
     @Override
     public void skipGracefulOrchestrationTerminations(SkipGracefulOrchestrationTerminationsRequest request,
             StreamObserver<SkipGracefulOrchestrationTerminationsResponse> out) {
-        // Graceful terminations wait on entity locks, which this sidecar does not have.
-        noEntities(out, "SkipGracefulOrchestrationTerminations");
+        // Terminations here never wait for an orchestration's entity locks, so there is nothing to skip.
+        out.onError(Status.UNIMPLEMENTED.withDescription("SkipGracefulOrchestrationTerminations: the pgdurable "
+                + "sidecar terminates at once and never waits for entity locks; a terminated orchestration's locks "
+                + "are released as its execution ends").asException());
     }
 
     @Override

@@ -5,6 +5,10 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.CompleteOrchestrati
 import io.pgdurable.durabletask.protocol.OrchestratorService.ContinueAsNewEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateSubOrchestrationAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateTimerAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityLockRequestedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationCalledEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationSignaledEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityUnlockSentEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EventRaisedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EventSentEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionCompletedEvent;
@@ -18,6 +22,7 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorRequest
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ParentInstanceInfo;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ScheduleTaskAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SendEntityMessageAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SendEventAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SubOrchestrationInstanceCompletedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SubOrchestrationInstanceCreatedEvent;
@@ -88,6 +93,8 @@ final class TurnApplier {
         final Set<Integer> openActivities = new LinkedHashSet<>();
         final Map<Integer, String> openChildren = new LinkedHashMap<>();
         final Map<Integer, Instant> timerDue = new LinkedHashMap<>();
+        /** Critical section id → the entities asked for its lock and not yet sent an unlock. */
+        final Map<String, Set<String>> heldLocks = new LinkedHashMap<>();
         OrchestratorRequest request;
 
         Turn(String lockToken, String instance, long currentExecutionId) {
@@ -197,6 +204,7 @@ final class TurnApplier {
             case EXECUTIONSUSPENDED -> t.suspended = true;
             case EXECUTIONRESUMED -> t.suspended = false;
             case EXECUTIONCOMPLETED, CONTINUEASNEW -> t.terminal = true;
+            case ENTITYLOCKREQUESTED, ENTITYUNLOCKSENT -> trackLocks(t, h);
             default -> { }
         }
         if (h.hasEventSent()) {
@@ -204,6 +212,21 @@ final class TurnApplier {
             return; // the 1.5.0 worker throws on EventSent during replay
         }
         t.past.add(h);
+    }
+
+    private static void trackLocks(Turn t, HistoryEvent h) {
+        if (h.hasEntityLockRequested()) {
+            t.heldLocks.put(h.getEntityLockRequested().getCriticalSectionId(),
+                    new LinkedHashSet<>(h.getEntityLockRequested().getLockSetList()));
+        } else if (h.hasEntityUnlockSent()) {
+            Set<String> held = t.heldLocks.get(h.getEntityUnlockSent().getCriticalSectionId());
+            if (held != null) {
+                held.remove(h.getEntityUnlockSent().getTargetInstanceId().getValue());
+                if (held.isEmpty()) {
+                    t.heldLocks.remove(h.getEntityUnlockSent().getCriticalSectionId());
+                }
+            }
+        }
     }
 
     private static void accept(Turn t, WorkItem m, DtMessages.Incoming in) {
@@ -267,6 +290,7 @@ final class TurnApplier {
         t.openActivities.clear();
         t.openChildren.clear();
         t.timerDue.clear();
+        t.heldLocks.clear();
         t.lastCustomStatus = null;
         t.firstTurn = true;
     }
@@ -293,7 +317,7 @@ final class TurnApplier {
                 .setExecutionId(DtEvents.string(dtExecutionId)).build();
         DtState finalState = null;
 
-        for (OrchestratorAction a : carriedOut(t, response)) {
+        for (OrchestratorAction a : carriedOut(t, response, now)) {
             int id = a.getId();
             switch (a.getOrchestratorActionTypeCase()) {
                 case SCHEDULETASK -> {
@@ -365,6 +389,50 @@ final class TurnApplier {
                     orchestratorItems.add(DtMessages.toInstance(target, 0,
                             DtEvents.event(DtEvents.NO_ID, now).setEventRaised(raised).build()));
                 }
+                case SENDENTITYMESSAGE -> {
+                    // carriedOut() lets through messages to entity ids only. Replies come back to this instance
+                    // whatever the worker named as parent.
+                    SendEntityMessageAction m = a.getSendEntityMessage();
+                    HistoryEvent.Builder sent = DtEvents.event(id, now);
+                    HistoryEvent.Builder message = DtEvents.event(DtEvents.NO_ID, now);
+                    String target;
+                    switch (m.getEntityMessageTypeCase()) {
+                        case ENTITYOPERATIONSIGNALED -> {
+                            EntityOperationSignaledEvent s = m.getEntityOperationSignaled();
+                            target = s.getTargetInstanceId().getValue();
+                            sent.setEntityOperationSignaled(s);
+                            message.setEntityOperationSignaled(s.toBuilder().clearTargetInstanceId());
+                        }
+                        case ENTITYOPERATIONCALLED -> {
+                            EntityOperationCalledEvent c = m.getEntityOperationCalled();
+                            target = c.getTargetInstanceId().getValue();
+                            sent.setEntityOperationCalled(c.toBuilder().clearParentInstanceId()
+                                    .clearParentExecutionId());
+                            message.setEntityOperationCalled(c.toBuilder().clearTargetInstanceId()
+                                    .setParentInstanceId(DtEvents.string(t.instance))
+                                    .setParentExecutionId(DtEvents.string(dtExecutionId)));
+                        }
+                        case ENTITYLOCKREQUESTED -> {
+                            EntityLockRequestedEvent l = m.getEntityLockRequested();
+                            target = l.getLockSet(0);
+                            sent.setEntityLockRequested(l.toBuilder().clearParentInstanceId());
+                            message.setEntityLockRequested(l.toBuilder().setPosition(0)
+                                    .setParentInstanceId(DtEvents.string(t.instance)));
+                        }
+                        default -> {
+                            EntityUnlockSentEvent u = m.getEntityUnlockSent();
+                            target = u.getTargetInstanceId().getValue();
+                            sent.setEntityUnlockSent(u.toBuilder().clearParentInstanceId());
+                            message.setEntityUnlockSent(u.toBuilder().clearTargetInstanceId()
+                                    .setParentInstanceId(DtEvents.string(t.instance)));
+                        }
+                    }
+                    HistoryEvent recorded = sent.build();
+                    trackLocks(t, recorded);
+                    delta.add(DtEvents.toEvent(nextId[0]++, recorded));
+                    orchestratorItems.addAll(EntityBatches.toEntity(EntityBatches.requireEntityId(target),
+                            message.build(), now));
+                }
                 case COMPLETEORCHESTRATION -> {
                     if (finalState != null) {
                         continue; // one completion per execution
@@ -413,7 +481,7 @@ final class TurnApplier {
      * Then none of them is carried out and the execution fails instead, naming the action, so the instance never
      * waits for something that will not happen.
      */
-    private static List<OrchestratorAction> carriedOut(Turn t, OrchestratorResponse response) {
+    private static List<OrchestratorAction> carriedOut(Turn t, OrchestratorResponse response, Instant now) {
         if (response.getIsPartial() || response.hasChunkIndex()) {
             return List.of(failing(t, response.getActionsCount() > 0 ? response.getActions(0).getId() : 0,
                     "a chunked orchestrator response (isPartial/chunkIndex) is not supported by the pgdurable "
@@ -422,8 +490,7 @@ final class TurnApplier {
         for (OrchestratorAction a : response.getActionsList()) {
             String unsupported = switch (a.getOrchestratorActionTypeCase()) {
                 case SCHEDULETASK, CREATETIMER, CREATESUBORCHESTRATION, SENDEVENT, COMPLETEORCHESTRATION -> null;
-                case SENDENTITYMESSAGE -> "sendEntityMessage (durable entities are not supported by the pgdurable "
-                        + "sidecar)";
+                case SENDENTITYMESSAGE -> unsupportedEntityMessage(a.getSendEntityMessage(), now);
                 case TERMINATEORCHESTRATION -> "terminateOrchestration (terminating another instance from an "
                         + "orchestration is not supported by the pgdurable sidecar)";
                 case REWINDORCHESTRATION -> "rewindOrchestration (rewind is not supported by the pgdurable sidecar)";
@@ -454,6 +521,46 @@ final class TurnApplier {
         return created;
     }
 
+    /** Null for an entity message this sidecar carries out: one due now, to entity ids only. */
+    private static String unsupportedEntityMessage(SendEntityMessageAction m, Instant now) {
+        com.google.protobuf.Timestamp when = null;
+        List<String> targets;
+        switch (m.getEntityMessageTypeCase()) {
+            case ENTITYOPERATIONSIGNALED -> {
+                if (m.getEntityOperationSignaled().hasScheduledTime()) {
+                    when = m.getEntityOperationSignaled().getScheduledTime();
+                }
+                targets = List.of(m.getEntityOperationSignaled().getTargetInstanceId().getValue());
+            }
+            case ENTITYOPERATIONCALLED -> {
+                if (m.getEntityOperationCalled().hasScheduledTime()) {
+                    when = m.getEntityOperationCalled().getScheduledTime();
+                }
+                targets = List.of(m.getEntityOperationCalled().getTargetInstanceId().getValue());
+            }
+            case ENTITYLOCKREQUESTED -> {
+                targets = m.getEntityLockRequested().getLockSetList();
+                if (targets.isEmpty()) {
+                    return "sendEntityMessage entityLockRequested with an empty lock set";
+                }
+            }
+            case ENTITYUNLOCKSENT -> targets = List.of(m.getEntityUnlockSent().getTargetInstanceId().getValue());
+            default -> {
+                return "sendEntityMessage of no known kind";
+            }
+        }
+        for (String target : targets) {
+            if (!EntityBatches.isEntityId(target)) {
+                return "sendEntityMessage to '" + target + "', which is not an entity instance id (@name@key)";
+            }
+        }
+        if (when != null && DtEvents.instant(when).isAfter(now.plusSeconds(1))) {
+            return "sendEntityMessage with a scheduled time (scheduled entity operations from orchestrations are "
+                    + "not supported by the pgdurable sidecar)";
+        }
+        return null;
+    }
+
     private static OrchestratorAction failing(Turn t, int id, String message) {
         LOG.warn("instance {}: failing the orchestration: {}", t.instance, message);
         TaskFailureDetails why = TaskFailureDetails.newBuilder().setErrorType("UnsupportedAction")
@@ -470,6 +577,12 @@ final class TurnApplier {
                                       List<WorkItem> orchestratorItems, long[] nextId) {
         OrchestrationStatus status = c.getOrchestrationStatus();
         String result = DtEvents.text(c.hasResult(), c.getResult());
+        // An execution that ends inside a critical section (failed, terminated, or simply never released) lets go
+        // of its locks, so the entities do not wait for an unlock that can no longer come.
+        t.heldLocks.forEach((section, entities) -> entities.forEach(entity -> orchestratorItems.addAll(
+                EntityBatches.toEntity(EntityBatches.requireEntityId(entity),
+                        EntityBatches.unlock(section, t.instance, now), now))));
+        t.heldLocks.clear();
         DtState state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()),
                 started.getTagsMap(), createdMs(t));
         if (status == OrchestrationStatus.ORCHESTRATION_STATUS_CONTINUED_AS_NEW) {

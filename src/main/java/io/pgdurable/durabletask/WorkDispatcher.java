@@ -2,6 +2,7 @@ package io.pgdurable.durabletask;
 
 import io.pgdurable.durabletask.protocol.OrchestratorService.ActivityRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ActivityResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchResult;
 import io.pgdurable.durabletask.protocol.OrchestratorService.GetWorkItemsRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse;
@@ -14,6 +15,7 @@ import io.grpc.stub.ServerCallStreamObserver;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.ProviderAdmin;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.TagFilter;
 import java.time.Clock;
@@ -56,6 +58,7 @@ final class WorkDispatcher implements AutoCloseable {
 
     private final OrchestrationProvider provider;
     private final TurnApplier applier;
+    private final ProviderAdmin admin;
     private final InstanceWatch watch;
     private final SidecarConfig config;
     private final Set<WorkStream> streams = ConcurrentHashMap.newKeySet();
@@ -71,6 +74,8 @@ final class WorkDispatcher implements AutoCloseable {
     WorkDispatcher(OrchestrationProvider provider, InstanceWatch watch, SidecarConfig config, Clock clock) {
         this.provider = provider;
         this.applier = new TurnApplier(clock);
+        this.admin = provider.asManagementCapability().orElseThrow(() -> new IllegalArgumentException(
+                "the Durable Task sidecar needs a provider with the management capability"));
         this.watch = watch;
         this.config = config;
         this.renewer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -87,6 +92,11 @@ final class WorkDispatcher implements AutoCloseable {
     private record HeldTurn(TurnApplier.Turn turn, WorkStream stream, String token) {}
 
     private record HeldActivity(String lockToken, long executionId, WorkStream stream, String token) {}
+
+    private record HeldEntity(EntityBatches.Batch batch, WorkStream stream, String token) {}
+
+    /** Entity batches out with the workers, by completion token (the only key a batch result carries). */
+    private final Map<String, HeldEntity> entities = new ConcurrentHashMap<>();
 
     /** Completion token → the key its item is held under ({@code String} instance or {@link ActivityKey}). */
     private final Map<String, Object> tokens = new ConcurrentHashMap<>();
@@ -130,6 +140,14 @@ final class WorkDispatcher implements AutoCloseable {
         if (token.isEmpty()) {
             throw new IllegalArgumentException("a completion token is required");
         }
+        HeldEntity entity = entities.remove(token);
+        if (entity != null) {
+            abandonQuietly(entity.batch.lockToken, null);
+            entity.stream.orchestrationSlot.release();
+            settled();
+            LOG.debug("entity {}: the worker abandoned its batch", entity.batch.instance);
+            return;
+        }
         Object key = tokens.remove(token);
         if (key instanceof String instance) {
             HeldTurn held = turns.get(instance);
@@ -155,7 +173,7 @@ final class WorkDispatcher implements AutoCloseable {
     }
 
     int heldItems() {
-        return turns.size() + activities.size();
+        return turns.size() + activities.size() + entities.size();
     }
 
     // ------------------------------------------------------------------ completions from the worker
@@ -208,6 +226,45 @@ final class WorkDispatcher implements AutoCloseable {
         }
         if (ack.statusChanged()) {
             watch.signal(instance);
+        }
+    }
+
+    /**
+     * Commits an entity batch: the new state, the responses to calling orchestrations, the entity's own signals and
+     * starts. A result that reports a failure of the whole batch (not of an operation) releases the batch to run
+     * again a second later, as the SDKs expect.
+     */
+    void completeEntity(EntityBatchResult result) throws StatusException {
+        if (result.getCompletionToken().isEmpty()) {
+            throw Status.INVALID_ARGUMENT.withDescription("an entity batch result needs its work item's "
+                    + "completionToken").asException();
+        }
+        HeldEntity held = entities.remove(result.getCompletionToken());
+        if (held == null) {
+            LOG.info("ignoring a late entity batch result: the batch is no longer held here");
+            return;
+        }
+        EntityBatches.Batch b = held.batch;
+        try {
+            if (result.hasFailureDetails()) {
+                LOG.warn("entity {}: the worker failed the batch ({}); it runs again", b.instance,
+                        EntityBatches.describe(result.getFailureDetails()));
+                abandonQuietly(b.lockToken, Duration.ofSeconds(1));
+                return;
+            }
+            EntityBatches.Ack ack;
+            try {
+                ack = EntityBatches.complete(b, result, java.time.Instant.now());
+            } catch (RuntimeException e) {
+                abandonQuietly(b.lockToken, Duration.ofSeconds(1));
+                throw Status.INVALID_ARGUMENT.withDescription("entity " + b.instance + ": " + e.getMessage())
+                        .asException();
+            }
+            commit(new TurnApplier.Ack(ack.lockToken(), 1, List.of(), List.of(), ack.orchestratorItems(),
+                    ack.metadata(), List.of(), false), b.instance);
+        } finally {
+            held.stream.orchestrationSlot.release();
+            settled();
         }
     }
 
@@ -333,6 +390,9 @@ final class WorkDispatcher implements AutoCloseable {
                 return false;
             }
             FetchedOrchestration fetched = f.get();
+            if (EntityBatches.isEntityId(fetched.item().instance())) {
+                return handEntityBatch(fetched);
+            }
             if (fetched.item().historyError().isPresent()) {
                 LOG.warn("instance {}: history cannot be read ({}); retrying later", fetched.item().instance(),
                         fetched.item().historyError().get());
@@ -372,6 +432,45 @@ final class WorkDispatcher implements AutoCloseable {
                 tokens.remove(token);
                 if (turns.remove(turn.instance, mine)) {
                     abandonQuietly(turn.lockToken, null);
+                    settled();
+                }
+                return false;
+            }
+            return true;
+        }
+
+        /** An entity's due operations as one batch for the worker; true when handed over. */
+        private boolean handEntityBatch(FetchedOrchestration fetched) {
+            String id = fetched.item().instance();
+            ProviderAdmin.InstanceInfo info = null;
+            try {
+                info = admin.getInstanceInfo(id);
+            } catch (ProviderException e) {
+                if (e.retryable()) {
+                    abandonQuietly(fetched.lockToken(), Duration.ofSeconds(1));
+                    throw e;
+                }
+                // not found: a new entity
+            }
+            EntityBatches.Batch batch = EntityBatches.prepare(fetched, info != null,
+                    info == null ? null : info.output().orElse(null), java.time.Instant.now());
+            if (batch.request == null) {
+                // Only lock requests, unlocks or messages that wait for a lock: nothing for the worker.
+                EntityBatches.Ack ack = EntityBatches.withoutWorker(batch);
+                try {
+                    commit(new TurnApplier.Ack(ack.lockToken(), 1, List.of(), List.of(), ack.orchestratorItems(),
+                            ack.metadata(), List.of(), false), id);
+                } catch (StatusException e) {
+                    LOG.debug("entity {}: consuming messages failed: {}", id, e.getMessage());
+                }
+                return false;
+            }
+            String token = "entity-" + this.id + "-" + tokenSeq.incrementAndGet();
+            HeldEntity mine = new HeldEntity(batch, this, token);
+            entities.put(token, mine);
+            if (!send(WorkItem.newBuilder().setEntityRequest(batch.request).setCompletionToken(token).build())) {
+                if (entities.remove(token, mine)) {
+                    abandonQuietly(batch.lockToken, null);
                     settled();
                 }
                 return false;
@@ -498,6 +597,12 @@ final class WorkDispatcher implements AutoCloseable {
                 abandoned++;
             }
         }
+        for (Map.Entry<String, HeldEntity> e : entities.entrySet()) {
+            if (e.getValue().stream == s && entities.remove(e.getKey(), e.getValue())) {
+                abandonQuietly(e.getValue().batch.lockToken, null);
+                abandoned++;
+            }
+        }
         for (Map.Entry<ActivityKey, HeldActivity> e : activities.entrySet()) {
             if (e.getValue().stream == s && activities.remove(e.getKey(), e.getValue())) {
                 tokens.remove(e.getValue().token);
@@ -536,6 +641,13 @@ final class WorkDispatcher implements AutoCloseable {
                 provider.renewOrchestrationItemLock(h.turn.lockToken, config.lockTimeout());
             } catch (ProviderException e) {
                 LOG.debug("renewing the turn of {} failed: {}", h.turn.instance, e.getMessage());
+            }
+        }
+        for (HeldEntity h : entities.values()) {
+            try {
+                provider.renewOrchestrationItemLock(h.batch.lockToken, config.lockTimeout());
+            } catch (ProviderException e) {
+                LOG.debug("renewing the batch of entity {} failed: {}", h.batch.instance, e.getMessage());
             }
         }
         for (Map.Entry<ActivityKey, HeldActivity> e : activities.entrySet()) {

@@ -213,13 +213,18 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void entitiesAndRewindAreRefusedByName() {
+    void entityIdsAreCheckedAndRewindIsRefusedByName() {
         StatusRuntimeException signal = assertThrows(StatusRuntimeException.class, () -> timed()
-                .signalEntity(SignalEntityRequest.newBuilder().setInstanceId("@counter@a").setName("add").build()));
-        assertEquals(Status.Code.UNIMPLEMENTED, signal.getStatus().getCode());
+                .signalEntity(SignalEntityRequest.newBuilder().setInstanceId("counter-a").setName("add").build()));
+        assertEquals(Status.Code.INVALID_ARGUMENT, signal.getStatus().getCode());
         assertNotNull(signal.getStatus().getDescription());
-        assertTrue(signal.getStatus().getDescription().contains("durable entities"),
-                signal.getStatus().getDescription());
+        assertTrue(signal.getStatus().getDescription().contains("@name@key"), signal.getStatus().getDescription());
+
+        StatusRuntimeException start = assertThrows(StatusRuntimeException.class, () -> timed()
+                .startInstance(CreateInstanceRequest.newBuilder().setName("Echo").setInstanceId("@counter@a")
+                        .build()));
+        assertEquals(Status.Code.INVALID_ARGUMENT, start.getStatus().getCode());
+        assertTrue(start.getStatus().getDescription().contains("entities"), start.getStatus().getDescription());
 
         StatusRuntimeException rewind = assertThrows(StatusRuntimeException.class, () -> timed()
                 .rewindInstance(RewindInstanceRequest.newBuilder().setInstanceId("x").build()));

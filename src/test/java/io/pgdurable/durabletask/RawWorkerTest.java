@@ -98,7 +98,7 @@ class RawWorkerTest {
     }
 
     @Test
-    void anEntityActionFailsTheOrchestrationNamingIt() throws Exception {
+    void aScheduledEntitySignalFailsTheOrchestrationNamingIt() throws Exception {
         String id = startInstance("raw-entity");
         WorkItem item = next();
         assertTrue(item.hasOrchestratorRequest(), "got " + item.getRequestCase());
@@ -109,7 +109,8 @@ class RawWorkerTest {
                 .addActions(OrchestratorAction.newBuilder().setId(0).setSendEntityMessage(SendEntityMessageAction
                         .newBuilder().setEntityOperationSignaled(EntityOperationSignaledEvent.newBuilder()
                                 .setRequestId("r1").setOperation("add")
-                                .setTargetInstanceId(StringValue.of("@counter@a")))))
+                                .setTargetInstanceId(StringValue.of("@counter@a"))
+                                .setScheduledTime(DtEvents.timestamp(java.time.Instant.now().plusSeconds(3600))))))
                 .build());
 
         OrchestrationState s = timed().waitForInstanceCompletion(GetInstanceRequest.newBuilder().setInstanceId(id)
@@ -118,7 +119,7 @@ class RawWorkerTest {
         assertEquals("UnsupportedAction", s.getFailureDetails().getErrorType());
         assertTrue(s.getFailureDetails().getErrorMessage().contains("sendEntityMessage"),
                 s.getFailureDetails().getErrorMessage());
-        assertTrue(s.getFailureDetails().getErrorMessage().contains("durable entities"),
+        assertTrue(s.getFailureDetails().getErrorMessage().contains("scheduled"),
                 s.getFailureDetails().getErrorMessage());
     }
 

@@ -1,0 +1,191 @@
+package io.pgdurable.durabletask;
+
+import io.pgdurable.durabletask.protocol.OrchestratorService.CleanEntityStorageRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.CleanEntityStorageResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityMetadata;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityQuery;
+import io.pgdurable.durabletask.protocol.OrchestratorService.GetEntityResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.QueryEntitiesResponse;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SignalEntityRequest;
+import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.ProviderAdmin;
+import io.pgdurable.spi.ProviderAdmin.InstanceInfo;
+import io.pgdurable.spi.ProviderException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * The client half of durable entities: signals, reads, queries and storage cleaning (the mapping is described on
+ * {@link EntityBatches}). Reads never wait for queued operations: they see the state of the last committed batch.
+ */
+final class EntityClient {
+    /** Page size of a query that names none, and of one CleanEntityStorage call. */
+    static final int DEFAULT_PAGE = 100;
+
+    private final OrchestrationProvider provider;
+    private final ProviderAdmin admin;
+    private final Clock clock;
+
+    EntityClient(OrchestrationProvider provider, Clock clock) {
+        this.provider = provider;
+        this.admin = provider.asManagementCapability().orElseThrow(() -> new IllegalArgumentException(
+                "the Durable Task sidecar needs a provider with the management capability"));
+        this.clock = clock;
+    }
+
+    void signal(SignalEntityRequest r) {
+        String id = EntityBatches.requireEntityId(r.getInstanceId());
+        if (r.getName().isEmpty()) {
+            throw new IllegalArgumentException("an operation name is required");
+        }
+        Instant now = clock.instant();
+        String requestId = r.getRequestId().isEmpty() ? UUID.randomUUID().toString() : r.getRequestId();
+        Duration delay = null;
+        if (r.hasScheduledTime()) {
+            long wait = DtEvents.ceilMillis(r.getScheduledTime()) - now.toEpochMilli();
+            delay = wait > 0 ? Duration.ofMillis(wait) : null;
+        }
+        provider.enqueueAllForOrchestrator(EntityBatches.toEntity(id, EntityBatches.signal(requestId, r.getName(),
+                DtEvents.text(r.hasInput(), r.getInput()), now), now), delay);
+    }
+
+    GetEntityResponse get(String instanceId, boolean includeState) {
+        String id = EntityBatches.requireEntityId(instanceId);
+        Optional<EntityMetadata> m = info(id).flatMap(i -> metadata(i, includeState));
+        GetEntityResponse.Builder out = GetEntityResponse.newBuilder().setExists(m.isPresent());
+        m.ifPresent(out::setEntity);
+        return out.build();
+    }
+
+    /**
+     * One page of entities in id order; the continuation token is the page's last id. Entities without state are
+     * left out unless the query includes transient ones.
+     */
+    QueryEntitiesResponse query(EntityQuery q) {
+        int page = q.hasPageSize() && q.getPageSize().getValue() > 0 ? q.getPageSize().getValue() : DEFAULT_PAGE;
+        String prefix = q.hasInstanceIdStartsWith() ? q.getInstanceIdStartsWith().getValue() : "@";
+        Instant from = q.hasLastModifiedFrom() ? DtEvents.instant(q.getLastModifiedFrom()) : null;
+        Instant to = q.hasLastModifiedTo() ? DtEvents.instant(q.getLastModifiedTo()) : null;
+        QueryEntitiesResponse.Builder out = QueryEntitiesResponse.newBuilder();
+        String last = null;
+        for (String id : entityIds(prefix, q.hasContinuationToken() ? q.getContinuationToken().getValue() : "")) {
+            if (out.getEntitiesCount() >= page) {
+                out.setContinuationToken(DtEvents.string(last));
+                break;
+            }
+            last = id;
+            Optional<InstanceInfo> info = info(id);
+            if (info.isEmpty()) {
+                continue;
+            }
+            Instant modified = Instant.ofEpochMilli(info.get().updatedAtMs());
+            if ((from != null && modified.isBefore(from)) || (to != null && modified.isAfter(to))) {
+                continue;
+            }
+            Optional<EntityMetadata> m = metadata(info.get(), q.getIncludeState());
+            if (m.isPresent()) {
+                out.addEntities(m.get());
+            } else if (q.getIncludeTransient()) {
+                out.addEntities(transientMetadata(info.get()));
+            }
+        }
+        return out.build();
+    }
+
+    /**
+     * Over a page of entities: releases locks whose holder has finished or is gone (an orchestration that ended
+     * inside a critical section) by sending the entity the unlock its holder never sent, and removes entities with
+     * nothing to keep (no state, no lock, nothing waiting).
+     */
+    CleanEntityStorageResponse clean(CleanEntityStorageRequest r) {
+        int removed = 0;
+        int released = 0;
+        String last = null;
+        CleanEntityStorageResponse.Builder out = CleanEntityStorageResponse.newBuilder();
+        int seen = 0;
+        for (String id : entityIds("@", r.hasContinuationToken() ? r.getContinuationToken().getValue() : "")) {
+            if (seen++ >= DEFAULT_PAGE) {
+                out.setContinuationToken(DtEvents.string(last));
+                break;
+            }
+            last = id;
+            Optional<InstanceInfo> info = info(id);
+            if (info.isEmpty()) {
+                continue;
+            }
+            EntityBatches.Stored stored = EntityBatches.Stored.parse(info.get().output().orElse(null));
+            if (r.getReleaseOrphanedLocks() && stored.lockedBy() != null && holderEnded(stored.lockedBy())) {
+                Instant now = clock.instant();
+                provider.enqueueAllForOrchestrator(EntityBatches.toEntity(id, EntityBatches.unlock(
+                        stored.criticalSection(), stored.lockedBy(), now), now), null);
+                released++;
+            }
+            if (r.getRemoveEmptyEntities()) {
+                if (stored.empty()) {
+                    // Not forced: only an entity the provider counts as finished goes (one with nothing to keep;
+                    // a batch out with a worker would set it running again). Operations queued for it at this
+                    // very moment go with it.
+                    try {
+                        removed += (int) admin.deleteInstancesAtomic(List.of(id), false).instancesDeleted();
+                    } catch (ProviderException e) {
+                        if (e.retryable()) {
+                            throw e;
+                        }
+                    }
+                }
+            }
+        }
+        return out.setEmptyEntitiesRemoved(removed).setOrphanedLocksReleased(released).build();
+    }
+
+    private boolean holderEnded(String orchestration) {
+        Optional<InstanceInfo> holder = info(orchestration);
+        return holder.isEmpty()
+                || DtState.parse(holder.get().status(), holder.get().output().orElse(null)).isTerminal();
+    }
+
+    private List<String> entityIds(String prefix, String after) {
+        List<String> ids = new ArrayList<>(admin.listInstances());
+        ids.removeIf(id -> !EntityBatches.isEntityId(id) || !id.startsWith(prefix) || id.compareTo(after) <= 0);
+        ids.sort(null);
+        return ids;
+    }
+
+    private Optional<InstanceInfo> info(String id) {
+        try {
+            return Optional.of(admin.getInstanceInfo(id));
+        } catch (ProviderException e) {
+            if (e.retryable()) {
+                throw e;
+            }
+            return Optional.empty();
+        }
+    }
+
+    /** The entity's metadata, or empty when it has no state (the protocol's "does not exist"). */
+    private static Optional<EntityMetadata> metadata(InstanceInfo info, boolean includeState) {
+        EntityMetadata m = transientMetadata(info);
+        String state = EntityBatches.Stored.parse(info.output().orElse(null)).state();
+        if (state == null) {
+            return Optional.empty();
+        }
+        return Optional.of(includeState ? m.toBuilder().setSerializedState(DtEvents.string(state)).build() : m);
+    }
+
+    /** What is known of an entity besides its state: last change, lock holder, operations waiting for the lock. */
+    private static EntityMetadata transientMetadata(InstanceInfo info) {
+        EntityBatches.Stored s = EntityBatches.Stored.parse(info.output().orElse(null));
+        EntityMetadata.Builder m = EntityMetadata.newBuilder().setInstanceId(info.instanceId())
+                .setLastModifiedTime(DtEvents.timestampMillis(info.updatedAtMs()))
+                .setBacklogQueueSize(s.deferred().size());
+        if (s.lockedBy() != null) {
+            m.setLockedBy(DtEvents.string(s.lockedBy()));
+        }
+        return m.build();
+    }
+}
