@@ -55,6 +55,25 @@ async function* failing(ctx) {
   return yield ctx.callActivity('refuse', 'order-9');
 }
 
+// How often each step of 'flaky' ran, per instance: a rewind must run again only the step that failed.
+const flakyRuns = new Map();
+
+function countRun(step, id) {
+  const key = `${step}:${id}`;
+  flakyRuns.set(key, (flakyRuns.get(key) || 0) + 1);
+  return flakyRuns.get(key);
+}
+
+async function* flaky(ctx) {
+  const first = yield ctx.callActivity('steadyStep', ctx.instanceId);
+  const second = yield ctx.callActivity('flakyStep', ctx.instanceId);
+  return `${first}+${second}`;
+}
+
+async function* failingParent(ctx) {
+  return yield ctx.callSubOrchestrator('failing');
+}
+
 async function* fiveNaps(ctx) {
   const naps = [];
   for (let i = 0; i < 5; i++) {
@@ -150,6 +169,45 @@ const scenarios = {
     const state = await finished(c, id, OrchestrationStatus.FAILED);
     check(state.failureDetails && state.failureDetails.message.includes('out of stock: order-9'),
       `failure details: ${JSON.stringify(state.failureDetails)}`);
+  },
+
+  async rewind(c) {
+    const id = uniqueId('rewind');
+    await c.scheduleNewOrchestration('flaky', undefined, id);
+    const failed = await finished(c, id, OrchestrationStatus.FAILED);
+    check(failed.failureDetails && failed.failureDetails.message.includes('flaky first attempt'),
+      `failure details: ${JSON.stringify(failed.failureDetails)}`);
+    let refused;
+    try {
+      await c.rewindInstance(uniqueId('no-such-instance'), 'nothing to rewind');
+    } catch (e) {
+      refused = e;
+    }
+    check(refused, 'rewinding an unknown instance did not fail');
+    const done = await c.scheduleNewOrchestration('chain', 1);
+    await finished(c, done, OrchestrationStatus.COMPLETED);
+    refused = undefined;
+    try {
+      await c.rewindInstance(done, 'completed, nothing to rewind');
+    } catch (e) {
+      refused = e;
+    }
+    check(refused && /FAILED|precondition/i.test(String(refused.message)),
+      `rewinding a completed instance: ${refused ? refused.message : 'accepted'}`);
+    const parentId = await c.scheduleNewOrchestration('failingParent');
+    await finished(c, parentId, OrchestrationStatus.FAILED);
+    refused = undefined;
+    try {
+      await c.rewindInstance(parentId, 'its child failed');
+    } catch (e) {
+      refused = e;
+    }
+    check(refused && /sub-orchestration/.test(String(refused.message)),
+      `rewinding after a failed sub-orchestration: ${refused ? refused.message : 'accepted'}`);
+    await c.rewindInstance(id, 'the test rewinds');
+    equal(output(await finished(c, id, OrchestrationStatus.COMPLETED)), 'steady+flaky', 'output after the rewind');
+    equal(flakyRuns.get(`steadyStep:${id}`), 1, 'runs of the step that had succeeded');
+    equal(flakyRuns.get(`flakyStep:${id}`), 2, 'runs of the step that had failed');
   },
 
   async terminate(c) {
@@ -338,6 +396,15 @@ async function main() {
     r.addNamedActivity('addOne', (ctx, x) => x + 1);
     r.addNamedActivity('square', async (ctx, x) => x * x);
     r.addNamedActivity('refuse', (ctx, order) => { throw new Error(`out of stock: ${order}`); });
+    r.addNamedOrchestrator('flaky', flaky);
+    r.addNamedOrchestrator('failingParent', failingParent);
+    r.addNamedActivity('steadyStep', (ctx, id) => { countRun('steadyStep', id); return 'steady'; });
+    r.addNamedActivity('flakyStep', (ctx, id) => {
+      if (countRun('flakyStep', id) === 1) {
+        throw new Error('flaky first attempt');
+      }
+      return 'flaky';
+    });
     r.addNamedOrchestrator('fiveNaps', fiveNaps);
     r.addNamedActivity('napHalfSecond', napHalfSecond);
   });

@@ -63,7 +63,7 @@ final class DtMessages {
             case EVENTRAISED -> new WorkItem.ExternalRaised(instance, e.getEventRaised().getName(),
                     DtPayload.wrap(e));
             case EXECUTIONSUSPENDED, EXECUTIONRESUMED, ENTITYOPERATIONCOMPLETED, ENTITYOPERATIONFAILED,
-                 ENTITYLOCKGRANTED ->
+                 ENTITYLOCKGRANTED, EXECUTIONREWOUND, ORCHESTRATORSTARTED ->
                     new WorkItem.QueueMessage(instance, DtEvents.kind(e),
                     DtPayload.wrap(e));
             default -> throw new IllegalArgumentException("no message form for a " + DtEvents.kind(e) + " event");

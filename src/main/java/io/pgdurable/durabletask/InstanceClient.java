@@ -20,6 +20,8 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.PurgeInstanceFilter
 import io.pgdurable.durabletask.protocol.OrchestratorService.QueryInstancesResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.RaiseEventRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ResumeRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RewindInstanceRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionRewoundEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SuspendRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.TerminateRequest;
 import io.grpc.Context;
@@ -129,8 +131,12 @@ final class InstanceClient {
      */
     private GetInstanceResponse waitUntil(String id, boolean withIo, Predicate<GetInstanceResponse> done)
             throws StatusException {
+        return waitUntil(id, withIo, done, Context.current().getDeadline());
+    }
+
+    private GetInstanceResponse waitUntil(String id, boolean withIo, Predicate<GetInstanceResponse> done,
+                                          Deadline deadline) throws StatusException {
         Context ctx = Context.current();
-        Deadline deadline = ctx.getDeadline();
         while (true) {
             CompletableFuture<Void> signal = watch.register(id);
             try {
@@ -407,6 +413,63 @@ final class InstanceClient {
         }
         return out.build();
     }
+
+    /**
+     * Asks the instance's worker to rewind its failed execution (see {@code TurnApplier.rewound}). Refused unless the
+     * instance exists and is FAILED; refused as well when a sub-orchestration's failure is part of it, since rewinding
+     * means rewinding that child too and routing its new result to the parent's new execution, which this sidecar
+     * does not do (restart such an instance instead).
+     */
+    void rewind(RewindInstanceRequest r) throws StatusException {
+        String id = r.getInstanceId();
+        requireId(id);
+        if (EntityBatches.isEntityId(id)) {
+            throw Status.INVALID_ARGUMENT.withDescription("'" + id + "' is an entity, not an orchestration; "
+                    + "entities cannot be rewound").asException();
+        }
+        Optional<InstanceInfo> info = info(id);
+        if (info.isEmpty()) {
+            throw Status.NOT_FOUND.withDescription("orchestration instance '" + id + "' not found").asException();
+        }
+        DtState s = state(info.get());
+        if (s.status() != OrchestrationStatus.ORCHESTRATION_STATUS_FAILED) {
+            throw Status.FAILED_PRECONDITION.withDescription("orchestration instance '" + id + "' is "
+                    + DtState.shortName(s.status()) + ", not FAILED: only a failed instance can be rewound")
+                    .asException();
+        }
+        for (HistoryEvent h : history(id)) {
+            if (h.hasSubOrchestrationInstanceFailed()) {
+                throw Status.FAILED_PRECONDITION.withDescription("orchestration instance '" + id + "' failed with a "
+                        + "failed sub-orchestration; rewinding sub-orchestrations is not supported by the pgdurable "
+                        + "sidecar (RestartInstance starts it afresh)").asException();
+            }
+        }
+        ExecutionRewoundEvent.Builder e = ExecutionRewoundEvent.newBuilder();
+        if (r.hasReason()) {
+            e.setReason(r.getReason());
+        }
+        provider.enqueueForOrchestrator(DtMessages.toInstance(id, 0,
+                DtEvents.event(DtEvents.NO_ID, clock.instant()).setExecutionRewound(e).build()), null);
+        // Callers read the status right after the call (the SDKs wait for completion next, which would return the
+        // FAILED status at once), so the answer waits until a worker has taken the rewind up, boundedly: without a
+        // worker that can rewind, the request stays queued and the status stays FAILED.
+        Deadline limit = Deadline.after(REWIND_WAIT.toNanos(), TimeUnit.NANOSECONDS);
+        Deadline callDeadline = Context.current().getDeadline();
+        if (callDeadline != null && callDeadline.isBefore(limit)) {
+            limit = callDeadline;
+        }
+        try {
+            waitUntil(id, false, g -> !g.getExists() || g.getOrchestrationState().getOrchestrationStatus()
+                    != OrchestrationStatus.ORCHESTRATION_STATUS_FAILED, limit);
+        } catch (StatusException notYet) {
+            if (notYet.getStatus().getCode() != Status.Code.DEADLINE_EXCEEDED) {
+                throw notYet;
+            }
+        }
+    }
+
+    /** How long {@link #rewind} waits for a worker to take the rewind up before it answers anyway. */
+    static final Duration REWIND_WAIT = Duration.ofSeconds(10);
 
     /** The history of the instance's current execution, in event order; NOT_FOUND for an unknown instance. */
     List<HistoryEvent> history(String id) throws StatusException {

@@ -344,7 +344,9 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
 
     @Override
     public void rewindInstance(RewindInstanceRequest request, StreamObserver<RewindInstanceResponse> out) {
-        out.onError(Status.UNIMPLEMENTED.withDescription("RewindInstance: rewinding a failed instance is not "
-                + "supported by the pgdurable sidecar; restart it (RestartInstance) instead").asException());
+        answer(out, "RewindInstance", () -> {
+            client.rewind(request);
+            return RewindInstanceResponse.getDefaultInstance();
+        });
     }
 }

@@ -18,6 +18,7 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationInstance;
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationStatus;
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorAction;
+import io.pgdurable.durabletask.protocol.OrchestratorService.RewindOrchestrationAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ParentInstanceInfo;
@@ -85,6 +86,14 @@ final class TurnApplier {
         HistoryEvent started;
         long parentExecutionId;
         boolean terminal;
+        /** The execution ended FAILED: the only state a rewind applies to. */
+        boolean failed;
+        /** This turn asks the worker to rewind the failed execution (it answers with the cleaned history). */
+        boolean rewinding;
+        /** A turn with no new event but the OrchestratorStarted: the worker replays the history (after a rewind). */
+        boolean replay;
+        /** The EventSent records (never shown to the worker), kept across a rewind like everything it replays. */
+        final List<HistoryEvent> sentEvents = new ArrayList<>();
         boolean suspended;
         boolean suspensionChanged;
         boolean terminateRecursive;
@@ -143,7 +152,7 @@ final class TurnApplier {
             }
             accept(t, m, in);
         }
-        if (t.fresh.isEmpty()) {
+        if (t.fresh.isEmpty() && !t.replay) {
             return t; // nothing for the worker: the ack only consumes the messages
         }
         if (t.started == null) {
@@ -203,12 +212,18 @@ final class TurnApplier {
             case TIMERCREATED -> t.timerDue.put(h.getEventId(), DtEvents.instant(h.getTimerCreated().getFireAt()));
             case EXECUTIONSUSPENDED -> t.suspended = true;
             case EXECUTIONRESUMED -> t.suspended = false;
-            case EXECUTIONCOMPLETED, CONTINUEASNEW -> t.terminal = true;
+            case EXECUTIONCOMPLETED -> {
+                t.terminal = true;
+                t.failed = h.getExecutionCompleted().getOrchestrationStatus()
+                        == OrchestrationStatus.ORCHESTRATION_STATUS_FAILED;
+            }
+            case CONTINUEASNEW -> t.terminal = true;
             case ENTITYLOCKREQUESTED, ENTITYUNLOCKSENT -> trackLocks(t, h);
             default -> { }
         }
         if (h.hasEventSent()) {
             t.sentEventIds.add(h.getEventId());
+            t.sentEvents.add(h);
             return; // the 1.5.0 worker throws on EventSent during replay
         }
         t.past.add(h);
@@ -246,6 +261,20 @@ final class TurnApplier {
             t.parentExecutionId = in.parentExecutionId();
             t.fresh.add(e);
             t.fresh.addAll(in.carried());
+            return;
+        }
+        if (e.hasExecutionRewound()) {
+            // Checked again here (the RPC checked it too): only the failed execution is rewound, once.
+            if (t.terminal && t.failed && !t.newExecution && !t.rewinding) {
+                t.rewinding = true;
+                t.fresh.add(e);
+            } else {
+                LOG.debug("instance {}: dropping a rewind of an execution that is not failed", t.instance);
+            }
+            return;
+        }
+        if (e.hasOrchestratorStarted()) {
+            t.replay = !t.terminal; // sent to itself by a rewind: the worker replays the cleaned history
             return;
         }
         if (t.terminal && !t.newExecution) {
@@ -302,6 +331,9 @@ final class TurnApplier {
     }
 
     Ack complete(Turn t, OrchestratorResponse response) {
+        if (t.rewinding) {
+            return rewound(t, response);
+        }
         Instant now = clock.instant();
         List<Event> delta = new ArrayList<>();
         List<WorkItem> workerItems = new ArrayList<>();
@@ -476,6 +508,58 @@ final class TurnApplier {
     }
 
     /**
+     * The answer to a rewind turn. The worker rewrites the failed execution's history (failed activity results and
+     * their scheduling taken out, the completion removed, a new Durable Task execution id) and returns it as its one
+     * action; the sidecar stores it as the instance's next execution, running, and sends the instance a message to
+     * itself so the worker replays it and schedules again what failed. A worker that does not know rewind (Durable
+     * Task for Java 1.5.0) answers without that action: then nothing changes and the instance stays failed.
+     */
+    private Ack rewound(Turn t, OrchestratorResponse response) {
+        RewindOrchestrationAction rewind = null;
+        for (OrchestratorAction a : response.getActionsList()) {
+            if (a.hasRewindOrchestration()) {
+                rewind = a.getRewindOrchestration();
+            }
+        }
+        if (rewind == null || rewind.getNewHistoryCount() == 0) {
+            LOG.warn("instance {}: the worker did not rewind the failed execution (a worker that does not know "
+                    + "rewind); it stays failed", t.instance);
+            return consumeOnly(t);
+        }
+        Instant now = clock.instant();
+        List<Event> delta = new ArrayList<>();
+        long nextId = 1;
+        HistoryEvent started = null;
+        for (HistoryEvent h : rewind.getNewHistoryList()) {
+            if (h.hasExecutionStarted() && started == null) {
+                started = h;
+            }
+            delta.add(DtEvents.toEvent(nextId++, h));
+        }
+        if (started == null) {
+            LOG.warn("instance {}: the worker's rewound history has no ExecutionStarted event; it stays failed",
+                    t.instance);
+            return consumeOnly(t);
+        }
+        for (HistoryEvent sent : t.sentEvents) {
+            delta.add(DtEvents.toEvent(nextId++, sent));
+        }
+        if (t.lastCustomStatus != null) {
+            delta.add(Events.customStatusUpdated(nextId++, t.lastCustomStatus));
+        }
+        ExecutionStartedEvent s = started.getExecutionStarted();
+        String parent = s.hasParentInstance() ? s.getParentInstance().getOrchestrationInstance().getInstanceId()
+                : null;
+        DtState running = DtState.running(DtEvents.text(s.hasInput(), s.getInput()), s.getTagsMap(), createdMs(t));
+        ExecutionMetadata md = ExecutionMetadata.of(s.getName(), s.hasVersion() ? s.getVersion().getValue() : "")
+                .withParentInstanceId(parent)
+                .withStatus(DtState.providerStatus(running.status()), running.toJson());
+        WorkItem replay = DtMessages.toInstance(t.instance, 0, DtEvents.orchestratorStarted(now));
+        return new Ack(t.lockToken, t.currentExecutionId + 1, delta, List.of(), List.of(replay), md, List.of(),
+                true);
+    }
+
+    /**
      * The actions to carry out: the worker's, unless one of them is of a kind this sidecar cannot carry out
      * (entity messages, terminating or rewinding another instance, or a kind newer than this sidecar's protocol).
      * Then none of them is carried out and the execution fails instead, naming the action, so the instance never
@@ -493,7 +577,7 @@ final class TurnApplier {
                 case SENDENTITYMESSAGE -> unsupportedEntityMessage(a.getSendEntityMessage(), now);
                 case TERMINATEORCHESTRATION -> "terminateOrchestration (terminating another instance from an "
                         + "orchestration is not supported by the pgdurable sidecar)";
-                case REWINDORCHESTRATION -> "rewindOrchestration (rewind is not supported by the pgdurable sidecar)";
+                case REWINDORCHESTRATION -> "rewindOrchestration (only the answer to a RewindInstance request)";
                 case ORCHESTRATORACTIONTYPE_NOT_SET -> a.getUnknownFields().asMap().isEmpty()
                         ? "an action with no kind"
                         : "an action of a kind this sidecar's protocol version does not know (field "

@@ -213,7 +213,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void entityIdsAreCheckedAndRewindIsRefusedByName() {
+    void entityIdsAreCheckedAndRewindingAnUnknownInstanceIsNotFound() {
         StatusRuntimeException signal = assertThrows(StatusRuntimeException.class, () -> timed()
                 .signalEntity(SignalEntityRequest.newBuilder().setInstanceId("counter-a").setName("add").build()));
         assertEquals(Status.Code.INVALID_ARGUMENT, signal.getStatus().getCode());
@@ -228,7 +228,7 @@ class ProtocolRpcTest {
 
         StatusRuntimeException rewind = assertThrows(StatusRuntimeException.class, () -> timed()
                 .rewindInstance(RewindInstanceRequest.newBuilder().setInstanceId("x").build()));
-        assertEquals(Status.Code.UNIMPLEMENTED, rewind.getStatus().getCode());
-        assertTrue(rewind.getStatus().getDescription().contains("rewind"), rewind.getStatus().getDescription());
+        assertEquals(Status.Code.NOT_FOUND, rewind.getStatus().getCode());
+        assertTrue(rewind.getStatus().getDescription().contains("'x' not found"), rewind.getStatus().getDescription());
     }
 }
