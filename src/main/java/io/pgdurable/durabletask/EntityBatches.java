@@ -58,6 +58,19 @@ final class EntityBatches {
         return instanceId.length() > 2 && instanceId.charAt(0) == '@' && instanceId.indexOf('@', 1) > 1;
     }
 
+    /**
+     * The longest entity instance id a client or an orchestration may address: the managed Durable Task Scheduler's
+     * limit (its SDK tests check that a longer one is refused), so code written against either backend behaves alike
+     * on both. Orchestration instance ids keep no limit of their own (released behaviour).
+     */
+    static final int MAX_ENTITY_ID_CHARS = 100;
+
+    /** Null when {@code instanceId} is short enough, else why not. */
+    static String tooLong(String instanceId) {
+        return instanceId.length() <= MAX_ENTITY_ID_CHARS ? null : "entity instance id '" + instanceId + "' is "
+                + instanceId.length() + " characters long; at most " + MAX_ENTITY_ID_CHARS + " are allowed";
+    }
+
     /** The entity name of an {@code @name@key} id. */
     static String name(String instanceId) {
         return instanceId.substring(1, instanceId.indexOf('@', 1));

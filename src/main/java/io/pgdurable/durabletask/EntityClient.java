@@ -40,6 +40,10 @@ final class EntityClient {
 
     void signal(SignalEntityRequest r) {
         String id = EntityBatches.requireEntityId(r.getInstanceId());
+        String tooLong = EntityBatches.tooLong(id);
+        if (tooLong != null) {
+            throw new IllegalArgumentException(tooLong);
+        }
         if (r.getName().isEmpty()) {
             throw new IllegalArgumentException("an operation name is required");
         }

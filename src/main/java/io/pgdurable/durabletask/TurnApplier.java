@@ -637,6 +637,10 @@ final class TurnApplier {
             if (!EntityBatches.isEntityId(target)) {
                 return "sendEntityMessage to '" + target + "', which is not an entity instance id (@name@key)";
             }
+            String tooLong = EntityBatches.tooLong(target);
+            if (tooLong != null) {
+                return "sendEntityMessage: " + tooLong;
+            }
         }
         if (when != null && DtEvents.instant(when).isAfter(now.plusSeconds(1))) {
             return "sendEntityMessage with a scheduled time (scheduled entity operations from orchestrations are "

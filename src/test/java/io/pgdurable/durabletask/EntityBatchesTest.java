@@ -71,6 +71,15 @@ class EntityBatchesTest {
     }
 
     @Test
+    void entityIdsOfUpToOneHundredCharactersAreAccepted() {
+        String hundred = "@counter@" + "k".repeat(91);
+        assertEquals(100, hundred.length());
+        assertNull(EntityBatches.tooLong(hundred));
+        String why = EntityBatches.tooLong(hundred + "k");
+        assertTrue(why != null && why.contains("101 characters long; at most 100"), why);
+    }
+
+    @Test
     void whileLockedOnlyTheHolderRunsAndTheRestWaitsInOrderForTheUnlock() {
         // Lock taken by orchestration "o" (last entity of its set: the grant goes to "o"), then a signal and a call
         // from another orchestration wait, while o's own call runs.

@@ -220,6 +220,13 @@ class ProtocolRpcTest {
         assertNotNull(signal.getStatus().getDescription());
         assertTrue(signal.getStatus().getDescription().contains("@name@key"), signal.getStatus().getDescription());
 
+        String longId = "@counter@" + "k".repeat(92); // 101 characters
+        StatusRuntimeException tooLong = assertThrows(StatusRuntimeException.class, () -> timed()
+                .signalEntity(SignalEntityRequest.newBuilder().setInstanceId(longId).setName("add").build()));
+        assertEquals(Status.Code.INVALID_ARGUMENT, tooLong.getStatus().getCode());
+        assertTrue(tooLong.getStatus().getDescription().contains("101 characters long; at most 100"),
+                tooLong.getStatus().getDescription());
+
         StatusRuntimeException start = assertThrows(StatusRuntimeException.class, () -> timed()
                 .startInstance(CreateInstanceRequest.newBuilder().setName("Echo").setInstanceId("@counter@a")
                         .build()));
