@@ -161,14 +161,7 @@ final class EntityClient {
     }
 
     private Optional<InstanceInfo> info(String id) {
-        try {
-            return Optional.of(admin.getInstanceInfo(id));
-        } catch (ProviderException e) {
-            if (e.retryable()) {
-                throw e;
-            }
-            return Optional.empty();
-        }
+        return InstanceClient.find(admin, id);
     }
 
     /** The entity's metadata, or empty when it has no state (the protocol's "does not exist"). */

@@ -302,13 +302,18 @@ final class InstanceClient {
     // ------------------------------------------------------------------ reading
 
     private Optional<InstanceInfo> info(String id) {
+        return find(admin, id);
+    }
+
+    /** The instance's row, or empty for the provider's "not found" (a retryable failure is thrown). */
+    static Optional<InstanceInfo> find(ProviderAdmin admin, String id) {
         try {
             return Optional.of(admin.getInstanceInfo(id));
         } catch (ProviderException e) {
             if (e.retryable()) {
                 throw e;
             }
-            return Optional.empty(); // the provider's "not found"
+            return Optional.empty();
         }
     }
 
