@@ -58,6 +58,7 @@ public final class SidecarServer implements AutoCloseable {
                 .keepAliveTimeout(10, TimeUnit.SECONDS)
                 .permitKeepAliveTime(10, TimeUnit.SECONDS)
                 .maxInboundMessageSize(16 * 1024 * 1024)
+                .intercept(new WorkerAgent())
                 .intercept(gate)
                 .build();
         try {

@@ -43,8 +43,9 @@ import org.slf4j.LoggerFactory;
  * <p>Each open stream has two lanes (threads): one fetches orchestration turns, one activities, each with a
  * long-polled fetch and at most as many items of its kind on the stream at a time as the worker declared in its
  * request ({@code maxConcurrentOrchestrationWorkItems}, {@code maxConcurrentActivityWorkItems}); a worker that
- * declares none (the 1.5.0 worker, which runs one item at a time) gets one, since more would only age leases in its
- * inbox. Nothing is fetched while no stream is open.
+ * declares none gets one (the 1.5.0 worker runs one item at a time, so more would only age leases in its inbox), or
+ * several when its gRPC library shows it runs items concurrently ({@link WorkerAgent}). Nothing is fetched while no
+ * stream is open.
  *
  * <p>Items on a stream are tracked by the keys the worker answers with (the 1.5.0 worker sends no token): the
  * instance id for a turn, (instance id, task id) for an activity. Each item also carries a completion token, which
@@ -111,18 +112,15 @@ final class WorkDispatcher implements AutoCloseable {
             observer.onError(Status.UNAVAILABLE.withDescription("the sidecar is stopping").asException());
             return;
         }
+        String agent = WorkerAgent.current();
         WorkStream s = new WorkStream(streamIds.incrementAndGet(), observer,
-                slots(request.getMaxConcurrentOrchestrationWorkItems()),
-                slots(request.getMaxConcurrentActivityWorkItems()));
+                WorkerAgent.slots(request.getMaxConcurrentOrchestrationWorkItems(), agent),
+                WorkerAgent.slots(request.getMaxConcurrentActivityWorkItems(), agent));
         observer.setOnCancelHandler(() -> drop(s, "the worker disconnected"));
         streams.add(s);
         s.start();
         LOG.info("worker stream {} opened ({} open; up to {} turn(s) and {} activity item(s) at a time)", s.id,
                 streams.size(), s.orchestrationLimit, s.activityLimit);
-    }
-
-    private static int slots(int declared) {
-        return declared <= 0 ? 1 : Math.min(declared, MAX_CONCURRENCY);
     }
 
     private String newToken(WorkStream s, Object key) {

@@ -22,6 +22,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@code serve} driven by Microsoft's Durable Task JavaScript SDK ({@code @microsoft/durabletask-js} 0.4.0 from
@@ -147,14 +149,18 @@ class JsSdkEndToEndTest {
     }
 
     /**
-     * A JavaScript worker declaring concurrency 5 gets the five 500 ms activities of a fan-out at once: the script
+     * A JavaScript worker declaring concurrency 5, or nothing (as SDK 0.4.0 does), gets the five 500 ms activities of
+     * a fan-out at once: the script
      * checks that all five ran side by side (within 1 s of each other's start, five at once in the worker) and that
      * the orchestration took well under the 2.5 s of one at a time.
      */
-    @Test
-    void aJavaScriptWorkerDeclaringConcurrencyFiveRunsFiveActivitiesAtOnce() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"--concurrency=5", "--concurrency=0"})
+    void aJavaScriptWorkerRunsFiveActivitiesAtOnceDeclaringFiveOrNothing(String declared) throws Exception {
+        // --concurrency=0 declares nothing, as SDK 0.4.0 does: the sidecar knows the JavaScript SDK by its gRPC
+        // library (WorkerAgent) and hands it several items at a time.
         try (SidecarHarness hub = new SidecarHarness("dt_js_conc");
-             Node node = new Node("scenarios.js", String.valueOf(hub.sidecar.port()), "--concurrency=5",
+             Node node = new Node("scenarios.js", String.valueOf(hub.sidecar.port()), declared,
                      "concurrency")) {
             String verdict = node.next(Duration.ofSeconds(120), "PASS/FAIL concurrency");
             assertEquals("PASS concurrency", verdict, node.diagnostics());
