@@ -188,6 +188,10 @@ const scenarios = {
     }
     await c.raiseOrchestrationEvent(inst, 'go', true);
     equal(output(await finished(c, inst, OrchestrationStatus.COMPLETED)), [5, 5], 'results inside the section');
+    // At once, even before the entity's next batch carried the unlock out: its holder has ended.
+    const atCompletion = await c.getEntity(l1);
+    check(atCompletion.lockedBy === undefined || atCompletion.lockedBy === '',
+      `l1 still shown locked by ${atCompletion.lockedBy} after its holder completed`);
     await stateBecomes(c, l1, 105); // unlocked: the waiting signal ran
     const after = await c.getEntity(l1);
     check(after.lockedBy === undefined || after.lockedBy === '', `l1 still locked by ${after.lockedBy}`);

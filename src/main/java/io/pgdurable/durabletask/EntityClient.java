@@ -147,6 +147,16 @@ final class EntityClient {
         return out.setEmptyEntitiesRemoved(removed).setOrphanedLocksReleased(released).build();
     }
 
+    /**
+     * The holder exists and its execution has ended, so its unlock is on its way. A holder that is gone (deleted)
+     * sent none: its lock stays shown until storage cleaning releases it.
+     */
+    private boolean holderFinished(String orchestration) {
+        Optional<InstanceInfo> holder = info(orchestration);
+        return holder.isPresent()
+                && DtState.parse(holder.get().status(), holder.get().output().orElse(null)).isTerminal();
+    }
+
     private boolean holderEnded(String orchestration) {
         Optional<InstanceInfo> holder = info(orchestration);
         return holder.isEmpty()
@@ -165,7 +175,7 @@ final class EntityClient {
     }
 
     /** The entity's metadata, or empty when it has no state (the protocol's "does not exist"). */
-    private static Optional<EntityMetadata> metadata(InstanceInfo info, boolean includeState) {
+    private Optional<EntityMetadata> metadata(InstanceInfo info, boolean includeState) {
         EntityMetadata m = transientMetadata(info);
         String state = EntityBatches.Stored.parse(info.output().orElse(null)).state();
         if (state == null) {
@@ -174,13 +184,18 @@ final class EntityClient {
         return Optional.of(includeState ? m.toBuilder().setSerializedState(DtEvents.string(state)).build() : m);
     }
 
-    /** What is known of an entity besides its state: last change, lock holder, operations waiting for the lock. */
-    private static EntityMetadata transientMetadata(InstanceInfo info) {
+    /**
+     * What is known of an entity besides its state: last change, lock holder, operations waiting for the lock. A
+     * holder whose execution has finished is not reported: its unlock is already on its way to the entity (the
+     * sidecar sends it with the execution's end) but is carried out by the entity's next batch, and a client that
+     * saw the orchestration complete must not see the lock still held.
+     */
+    private EntityMetadata transientMetadata(InstanceInfo info) {
         EntityBatches.Stored s = EntityBatches.Stored.parse(info.output().orElse(null));
         EntityMetadata.Builder m = EntityMetadata.newBuilder().setInstanceId(info.instanceId())
                 .setLastModifiedTime(DtEvents.timestampMillis(info.updatedAtMs()))
                 .setBacklogQueueSize(s.deferred().size());
-        if (s.lockedBy() != null) {
+        if (s.lockedBy() != null && !holderFinished(s.lockedBy())) {
             m.setLockedBy(DtEvents.string(s.lockedBy()));
         }
         return m.build();
