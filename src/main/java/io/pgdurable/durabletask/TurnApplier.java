@@ -486,17 +486,10 @@ final class TurnApplier {
             delta.add(Events.customStatusUpdated(nextId[0]++, custom));
         }
 
-        ExecutionMetadata md = ExecutionMetadata.empty();
-        if (t.firstTurn) {
-            String parent = started.hasParentInstance()
-                    ? started.getParentInstance().getOrchestrationInstance().getInstanceId() : null;
-            md = ExecutionMetadata.of(started.getName(), started.hasVersion() ? started.getVersion().getValue() : "")
-                    .withParentInstanceId(parent);
-        }
+        ExecutionMetadata md = t.firstTurn ? executionMetadata(started) : ExecutionMetadata.empty();
         DtState state = finalState;
         if (state == null && (t.firstTurn || t.suspensionChanged)) {
-            state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()), started.getTagsMap(),
-                            createdMs(t))
+            state = running(t, started)
                     .withStatus(t.suspended ? OrchestrationStatus.ORCHESTRATION_STATUS_SUSPENDED
                             : OrchestrationStatus.ORCHESTRATION_STATUS_RUNNING);
         }
@@ -548,11 +541,8 @@ final class TurnApplier {
             delta.add(Events.customStatusUpdated(nextId++, t.lastCustomStatus));
         }
         ExecutionStartedEvent s = started.getExecutionStarted();
-        String parent = s.hasParentInstance() ? s.getParentInstance().getOrchestrationInstance().getInstanceId()
-                : null;
-        DtState running = DtState.running(DtEvents.text(s.hasInput(), s.getInput()), s.getTagsMap(), createdMs(t));
-        ExecutionMetadata md = ExecutionMetadata.of(s.getName(), s.hasVersion() ? s.getVersion().getValue() : "")
-                .withParentInstanceId(parent)
+        DtState running = running(t, s);
+        ExecutionMetadata md = executionMetadata(s)
                 .withStatus(DtState.providerStatus(running.status()), running.toJson());
         WorkItem replay = DtMessages.toInstance(t.instance, 0, DtEvents.orchestratorStarted(now));
         return new Ack(t.lockToken, t.currentExecutionId + 1, delta, List.of(), List.of(replay), md, List.of(),
@@ -561,7 +551,8 @@ final class TurnApplier {
 
     /**
      * The actions to carry out: the worker's, unless one of them is of a kind this sidecar cannot carry out
-     * (entity messages, terminating or rewinding another instance, or a kind newer than this sidecar's protocol).
+     * (an entity message it cannot deliver, terminating another instance, a rewind outside a rewind turn, or a kind
+     * newer than this sidecar's protocol).
      * Then none of them is carried out and the execution fails instead, naming the action, so the instance never
      * waits for something that will not happen.
      */
@@ -589,6 +580,20 @@ final class TurnApplier {
             }
         }
         return response.getActionsList();
+    }
+
+    /** What a new execution records about itself: name, version and parent. */
+    private static ExecutionMetadata executionMetadata(ExecutionStartedEvent started) {
+        String parent = started.hasParentInstance()
+                ? started.getParentInstance().getOrchestrationInstance().getInstanceId() : null;
+        return ExecutionMetadata.of(started.getName(), started.hasVersion() ? started.getVersion().getValue() : "")
+                .withParentInstanceId(parent);
+    }
+
+    /** The client-visible state of the turn's execution while it runs. */
+    private static DtState running(Turn t, ExecutionStartedEvent started) {
+        return DtState.running(DtEvents.text(started.hasInput(), started.getInput()), started.getTagsMap(),
+                createdMs(t));
     }
 
     /**
@@ -671,8 +676,7 @@ final class TurnApplier {
                 EntityBatches.toEntity(EntityBatches.requireEntityId(entity),
                         EntityBatches.unlock(section, t.instance, now), now))));
         t.heldLocks.clear();
-        DtState state = DtState.running(DtEvents.text(started.hasInput(), started.getInput()),
-                started.getTagsMap(), createdMs(t));
+        DtState state = running(t, started);
         if (status == OrchestrationStatus.ORCHESTRATION_STATUS_CONTINUED_AS_NEW) {
             ContinueAsNewEvent.Builder can = ContinueAsNewEvent.newBuilder();
             if (c.hasResult()) {
