@@ -442,7 +442,7 @@ final class InstanceClient {
                     + DtState.shortName(s.status()) + ", not FAILED: only a failed instance can be rewound")
                     .asException();
         }
-        for (HistoryEvent h : history(id)) {
+        for (HistoryEvent h : currentHistory(id)) {
             if (h.hasSubOrchestrationInstanceFailed()) {
                 throw Status.FAILED_PRECONDITION.withDescription("orchestration instance '" + id + "' failed with a "
                         + "failed sub-orchestration; rewinding sub-orchestrations is not supported by the pgdurable "
@@ -482,6 +482,11 @@ final class InstanceClient {
         if (info(id).isEmpty()) {
             throw Status.NOT_FOUND.withDescription("orchestration instance '" + id + "' not found").asException();
         }
+        return currentHistory(id);
+    }
+
+    /** The Durable Task events of an existing instance's current execution. */
+    private List<HistoryEvent> currentHistory(String id) {
         List<HistoryEvent> out = new ArrayList<>();
         for (io.pgdurable.spi.Event e : admin.readHistoryWithExecutionId(id, admin.latestExecutionId(id))) {
             DtEvents.fromEvent(e).ifPresent(out::add);
