@@ -258,12 +258,17 @@ final class WorkDispatcher implements AutoCloseable {
                 throw Status.INVALID_ARGUMENT.withDescription("entity " + b.instance + ": " + e.getMessage())
                         .asException();
             }
-            commit(new TurnApplier.Ack(ack.lockToken(), 1, List.of(), List.of(), ack.orchestratorItems(),
-                    ack.metadata(), List.of(), false), b.instance);
+            commitEntity(ack, b.instance);
         } finally {
             held.stream.orchestrationSlot.release();
             settled();
         }
+    }
+
+    /** An entity batch's ack: an entity is always at its first execution and never changes a watched status. */
+    private void commitEntity(EntityBatches.Ack ack, String entity) throws StatusException {
+        commit(new TurnApplier.Ack(ack.lockToken(), 1, List.of(), List.of(), ack.orchestratorItems(),
+                ack.metadata(), List.of(), false), entity);
     }
 
     void completeActivity(ActivityResponse response) throws StatusException {
@@ -440,24 +445,20 @@ final class WorkDispatcher implements AutoCloseable {
         /** An entity's due operations as one batch for the worker; true when handed over. */
         private boolean handEntityBatch(FetchedOrchestration fetched) {
             String id = fetched.item().instance();
-            ProviderAdmin.InstanceInfo info = null;
+            Optional<ProviderAdmin.InstanceInfo> info; // empty: a new entity
             try {
-                info = admin.getInstanceInfo(id);
-            } catch (ProviderException e) {
-                if (e.retryable()) {
-                    abandonQuietly(fetched.lockToken(), Duration.ofSeconds(1));
-                    throw e;
-                }
-                // not found: a new entity
+                info = InstanceClient.find(admin, id);
+            } catch (ProviderException retryable) {
+                abandonQuietly(fetched.lockToken(), Duration.ofSeconds(1));
+                throw retryable;
             }
-            EntityBatches.Batch batch = EntityBatches.prepare(fetched, info != null,
-                    info == null ? null : info.output().orElse(null), java.time.Instant.now());
+            EntityBatches.Batch batch = EntityBatches.prepare(fetched, info.isPresent(),
+                    info.flatMap(ProviderAdmin.InstanceInfo::output).orElse(null), java.time.Instant.now());
             if (batch.request == null) {
                 // Only lock requests, unlocks or messages that wait for a lock: nothing for the worker.
                 EntityBatches.Ack ack = EntityBatches.withoutWorker(batch);
                 try {
-                    commit(new TurnApplier.Ack(ack.lockToken(), 1, List.of(), List.of(), ack.orchestratorItems(),
-                            ack.metadata(), List.of(), false), id);
+                    commitEntity(ack, id);
                 } catch (StatusException e) {
                     LOG.debug("entity {}: consuming messages failed: {}", id, e.getMessage());
                 }
