@@ -122,8 +122,9 @@ final class EntityClient {
             if (info.isEmpty()) {
                 continue;
             }
-            EntityBatches.Stored stored = EntityBatches.Stored.parse(info.get().output().orElse(null));
-            if (r.getReleaseOrphanedLocks() && stored.lockedBy() != null && holderEnded(stored.lockedBy())) {
+            EntityBatches.Stored stored = stored(info.get());
+            if (r.getReleaseOrphanedLocks() && stored.lockedBy() != null
+                    && holderEnded(stored.lockedBy()).orElse(true)) {
                 Instant now = clock.instant();
                 provider.enqueueAllForOrchestrator(EntityBatches.toEntity(id, EntityBatches.unlock(
                         stored.criticalSection(), stored.lockedBy(), now), now), null);
@@ -148,19 +149,11 @@ final class EntityClient {
     }
 
     /**
-     * The holder exists and its execution has ended, so its unlock is on its way. A holder that is gone (deleted)
-     * sent none: its lock stays shown until storage cleaning releases it.
+     * Whether a lock holder's execution has ended (its unlock is then on its way to the entity); empty when the holder
+     * is gone (deleted), which sent no unlock: its lock stays until storage cleaning releases it.
      */
-    private boolean holderFinished(String orchestration) {
-        Optional<InstanceInfo> holder = info(orchestration);
-        return holder.isPresent()
-                && DtState.parse(holder.get().status(), holder.get().output().orElse(null)).isTerminal();
-    }
-
-    private boolean holderEnded(String orchestration) {
-        Optional<InstanceInfo> holder = info(orchestration);
-        return holder.isEmpty()
-                || DtState.parse(holder.get().status(), holder.get().output().orElse(null)).isTerminal();
+    private Optional<Boolean> holderEnded(String orchestration) {
+        return info(orchestration).map(h -> DtState.parse(h.status(), h.output().orElse(null)).isTerminal());
     }
 
     private List<String> entityIds(String prefix, String after) {
@@ -176,12 +169,21 @@ final class EntityClient {
 
     /** The entity's metadata, or empty when it has no state (the protocol's "does not exist"). */
     private Optional<EntityMetadata> metadata(InstanceInfo info, boolean includeState) {
-        EntityMetadata m = transientMetadata(info);
-        String state = EntityBatches.Stored.parse(info.output().orElse(null)).state();
+        EntityBatches.Stored stored = stored(info);
+        String state = stored.state();
         if (state == null) {
             return Optional.empty();
         }
+        EntityMetadata m = transientMetadata(info, stored);
         return Optional.of(includeState ? m.toBuilder().setSerializedState(DtEvents.string(state)).build() : m);
+    }
+
+    private static EntityBatches.Stored stored(InstanceInfo info) {
+        return EntityBatches.Stored.parse(info.output().orElse(null));
+    }
+
+    private EntityMetadata transientMetadata(InstanceInfo info) {
+        return transientMetadata(info, stored(info));
     }
 
     /**
@@ -190,12 +192,11 @@ final class EntityClient {
      * sidecar sends it with the execution's end) but is carried out by the entity's next batch, and a client that
      * saw the orchestration complete must not see the lock still held.
      */
-    private EntityMetadata transientMetadata(InstanceInfo info) {
-        EntityBatches.Stored s = EntityBatches.Stored.parse(info.output().orElse(null));
+    private EntityMetadata transientMetadata(InstanceInfo info, EntityBatches.Stored s) {
         EntityMetadata.Builder m = EntityMetadata.newBuilder().setInstanceId(info.instanceId())
                 .setLastModifiedTime(DtEvents.timestampMillis(info.updatedAtMs()))
                 .setBacklogQueueSize(s.deferred().size());
-        if (s.lockedBy() != null && !holderFinished(s.lockedBy())) {
+        if (s.lockedBy() != null && !holderEnded(s.lockedBy()).orElse(false)) {
             m.setLockedBy(DtEvents.string(s.lockedBy()));
         }
         return m.build();
