@@ -79,7 +79,7 @@ public final class SchemaMigrator {
             if (applied > 0) {
                 LOG.info("pgdurable: applied {} migration(s) to schema {}", applied, schema);
             }
-            if (activate && !(activated(lockConnection) && notifyTriggers(lockConnection).allEnabled())) {
+            if (activate && !fullyActivated(lockConnection)) {
                 setLongPollingLocked(lockConnection, true);
             }
             released = unlock(lockConnection);
@@ -228,10 +228,14 @@ public final class SchemaMigrator {
     /** Activated, with every notify trigger enabled: what activation leaves behind. Reads only. */
     public boolean fullyActivated() {
         try (Connection c = dataSource.getConnection()) {
-            return activated(c) && notifyTriggers(c).allEnabled();
+            return fullyActivated(c);
         } catch (SQLException e) {
             throw SqlErrors.translate("status", e);
         }
+    }
+
+    private boolean fullyActivated(Connection c) throws SQLException {
+        return activated(c) && notifyTriggers(c).allEnabled();
     }
 
     /** Fails with a permanent error unless the schema is exactly at this library's version. Runs no DDL. */
