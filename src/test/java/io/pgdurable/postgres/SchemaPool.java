@@ -163,8 +163,9 @@ public final class SchemaPool {
         c.setAutoCommit(false);
         try (Statement st = c.createStatement();
              PreparedStatement restart = c.prepareStatement(
-                     "SELECT setval(format('%I.%I', ?::text, ?::text)::regclass, seqstart, false) "
-                             + "FROM pg_sequence WHERE seqrelid = format('%I.%I', ?::text, ?::text)::regclass")) {
+                     "SELECT count(setval(s.seqrelid::regclass, s.seqstart, false)) FROM pg_sequence s "
+                             + "WHERE s.seqrelid IN (SELECT format('%I.%I', ?::text, n)::regclass "
+                             + "FROM unnest(?::text[]) AS n)")) {
             // A provider of the finished test that still held a lock would make a delete wait; give up instead.
             st.execute("SET LOCAL lock_timeout = '2s'");
             st.execute("SET LOCAL session_replication_role = replica");
@@ -172,11 +173,9 @@ public final class SchemaPool {
                 // Names come from the catalog and are quoted; nothing here comes from a test's values.
                 st.execute("DELETE FROM " + q + "." + Identifiers.quote(table));
             }
-            for (String sequence : contents.sequences()) {
+            if (!contents.sequences().isEmpty()) {
                 restart.setString(1, schema);
-                restart.setString(2, sequence);
-                restart.setString(3, schema);
-                restart.setString(4, sequence);
+                restart.setArray(2, c.createArrayOf("text", contents.sequences().toArray()));
                 restart.execute();
             }
             c.commit();
