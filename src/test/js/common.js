@@ -75,6 +75,53 @@ function output(state) {
     : JSON.parse(state.serializedOutput);
 }
 
+/** An error on one line of stdout: its stack (or message) with the newlines folded. */
+function oneLine(e) {
+  return String(e && e.stack ? e.stack : e).replace(/\n/g, ' | ');
+}
+
+/** Fails before anything runs when a name is not one of the scenarios. */
+function checkNames(scenarios, names) {
+  for (const n of names) {
+    if (!scenarios[n]) {
+      throw new Error(`unknown scenario ${n}; known: ${Object.keys(scenarios).join(', ')}`);
+    }
+  }
+}
+
+/**
+ * Starts the worker, runs the named scenarios one after the other with the client, prints "PASS name" or
+ * "FAIL name: why" for each, stops both, and sets the exit code: 0 when all passed, 1 otherwise.
+ */
+async function runScenarios(w, c, scenarios, names) {
+  await w.start();
+  let failed = 0;
+  try {
+    for (const n of names) {
+      try {
+        await scenarios[n](c);
+        console.log(`PASS ${n}`);
+      } catch (e) {
+        failed++;
+        console.log(`FAIL ${n}: ${oneLine(e)}`);
+      }
+    }
+  } finally {
+    await w.stop().catch((e) => console.error('stopping the worker:', e));
+    await c.stop().catch((e) => console.error('stopping the client:', e));
+  }
+  process.exitCode = failed ? 1 : 0;
+}
+
+/** Runs a script's main; a failure before any scenario ran prints "FAIL setup: why" and exits 2. */
+function runMain(main) {
+  main().catch((e) => {
+    console.log(`FAIL setup: ${oneLine(e)}`);
+    process.exitCode = 2;
+  });
+}
+
 module.exports = {
-  client, worker, statusName, check, equal, finished, reachesStatus, output, OrchestrationStatus,
+  client, worker, statusName, check, equal, finished, reachesStatus, output, OrchestrationStatus, oneLine,
+  checkNames, runScenarios, runMain,
 };

@@ -6,7 +6,7 @@
 
 const { TaskEntity, EntityInstanceId } = require('@microsoft/durabletask-js');
 const {
-  client, worker, check, equal, finished, output, OrchestrationStatus,
+  client, worker, check, equal, finished, output, OrchestrationStatus, checkNames, runScenarios, runMain,
 } = require('./common');
 
 class Counter extends TaskEntity {
@@ -220,11 +220,7 @@ const scenarios = {
 async function main() {
   const [port, ...only] = process.argv.slice(2);
   const names = only.length ? only : Object.keys(scenarios);
-  for (const n of names) {
-    if (!scenarios[n]) {
-      throw new Error(`unknown scenario ${n}; known: ${Object.keys(scenarios).join(', ')}`);
-    }
-  }
+  checkNames(scenarios, names);
   const w = worker(port, (r) => {
     r.addNamedEntity('counter', () => new Counter());
     r.addNamedOrchestrator('useCounter', useCounter);
@@ -232,27 +228,7 @@ async function main() {
     r.addNamedOrchestrator('lockAndFail', lockAndFail);
     r.addNamedOrchestrator('scheduledSignal', scheduledSignal);
   });
-  const c = client(port);
-  await w.start();
-  let failed = 0;
-  try {
-    for (const n of names) {
-      try {
-        await scenarios[n](c);
-        console.log(`PASS ${n}`);
-      } catch (e) {
-        failed++;
-        console.log(`FAIL ${n}: ${String(e && e.stack ? e.stack : e).replace(/\n/g, ' | ')}`);
-      }
-    }
-  } finally {
-    await w.stop().catch((e) => console.error('stopping the worker:', e));
-    await c.stop().catch((e) => console.error('stopping the client:', e));
-  }
-  process.exitCode = failed ? 1 : 0;
+  await runScenarios(w, client(port), scenarios, names);
 }
 
-main().catch((e) => {
-  console.log(`FAIL setup: ${String(e && e.stack ? e.stack : e).replace(/\n/g, ' | ')}`);
-  process.exitCode = 2;
-});
+runMain(main);

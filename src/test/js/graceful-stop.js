@@ -10,7 +10,9 @@
 // during the grace period, was committed) and nothing new was handed out during the grace period.
 
 const readline = require('readline');
-const { client, worker, check, equal, finished, output, OrchestrationStatus } = require('./common');
+const {
+  client, worker, check, equal, finished, output, OrchestrationStatus, oneLine,
+} = require('./common');
 
 const runs = { pack: 0, label: 0 };
 let release;
@@ -79,6 +81,6 @@ async function main() {
 }
 
 main().then(() => process.exit(0), (e) => {
-  console.log(`FAIL graceful-stop: ${String(e && e.stack ? e.stack : e).replace(/\n/g, ' | ')}`);
+  console.log(`FAIL graceful-stop: ${oneLine(e)}`);
   process.exit(1);
 });

@@ -8,7 +8,8 @@
 
 const { whenAll } = require('@microsoft/durabletask-js');
 const {
-  client, worker, statusName, check, equal, finished, reachesStatus, output, OrchestrationStatus,
+  client, worker, statusName, check, equal, finished, reachesStatus, output, OrchestrationStatus, checkNames,
+  runScenarios, runMain,
 } = require('./common');
 
 async function* chain(ctx, n) {
@@ -380,11 +381,7 @@ async function main() {
   }
   const wanted = rest;
   const names = wanted.length ? wanted : Object.keys(scenarios).filter((n) => !onRequest.has(n));
-  for (const n of names) {
-    if (!scenarios[n]) {
-      throw new Error(`unknown scenario ${n}; known: ${Object.keys(scenarios).join(', ')}`);
-    }
-  }
+  checkNames(scenarios, names);
   const w = worker(port, (r) => {
     r.addNamedOrchestrator('chain', chain);
     r.addNamedOrchestrator('fanOut', fanOut);
@@ -411,27 +408,7 @@ async function main() {
   if (concurrency > 0) {
     declareConcurrency(w, concurrency);
   }
-  const c = client(port);
-  await w.start();
-  let failed = 0;
-  try {
-    for (const n of names) {
-      try {
-        await scenarios[n](c);
-        console.log(`PASS ${n}`);
-      } catch (e) {
-        failed++;
-        console.log(`FAIL ${n}: ${String(e && e.stack ? e.stack : e).replace(/\n/g, ' | ')}`);
-      }
-    }
-  } finally {
-    await w.stop().catch((e) => console.error('stopping the worker:', e));
-    await c.stop().catch((e) => console.error('stopping the client:', e));
-  }
-  process.exitCode = failed ? 1 : 0;
+  await runScenarios(w, client(port), scenarios, names);
 }
 
-main().catch((e) => {
-  console.log(`FAIL setup: ${String(e && e.stack ? e.stack : e).replace(/\n/g, ' | ')}`);
-  process.exitCode = 2;
-});
+runMain(main);

@@ -2,14 +2,10 @@ package io.pgdurable.durabletask;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.StringValue;
-import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
-import io.grpc.stub.StreamObserver;
 import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonEntityTaskRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CleanEntityStorageRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CleanEntityStorageResponse;
@@ -23,12 +19,8 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.OperationResultSucc
 import io.pgdurable.durabletask.protocol.OrchestratorService.SignalEntityRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.TaskFailureDetails;
 import io.pgdurable.durabletask.protocol.OrchestratorService.WorkItem;
-import io.pgdurable.durabletask.protocol.TaskHubSidecarServiceGrpc;
 import io.pgdurable.durabletask.protocol.TaskHubSidecarServiceGrpc.TaskHubSidecarServiceBlockingStub;
 import java.time.Duration;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -38,43 +30,25 @@ import org.junit.jupiter.api.Test;
  * failing a whole batch, answering part of one, abandoning one, holding one while more operations arrive.
  */
 class RawEntityWorkerTest {
-    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static final Duration WAIT = RawStream.WAIT;
     private static final String COUNTER = "@counter@raw";
 
     private SidecarHarness hub;
-    private ManagedChannel channel;
-    private TaskHubSidecarServiceBlockingStub stub;
-    private final BlockingQueue<WorkItem> items = new LinkedBlockingQueue<>();
+    private RawStream worker;
 
     @BeforeEach
     void start() {
         // A long lease: a redelivery within the test's bounds can only come from the sidecar's own decision.
         hub = new SidecarHarness("rawent", io.pgdurable.postgres.TestDatabase.newSchemaName("rawent"),
                 c -> c.withLockTimeout(Duration.ofMinutes(5)));
-        channel = ManagedChannelBuilder.forAddress("127.0.0.1", hub.sidecar.port()).usePlaintext().build();
-        stub = TaskHubSidecarServiceGrpc.newBlockingStub(channel);
-        TaskHubSidecarServiceGrpc.newStub(channel).getWorkItems(GetWorkItemsRequest.newBuilder()
-                .setMaxConcurrentOrchestrationWorkItems(4).build(), new StreamObserver<>() {
-                    @Override
-                    public void onNext(WorkItem item) {
-                        items.add(item);
-                    }
-
-                    @Override
-                    public void onError(Throwable t) {
-                        // the channel closes at the end of the test
-                    }
-
-                    @Override
-                    public void onCompleted() {
-                    }
-                });
+        worker = new RawStream(hub.sidecar.port(), GetWorkItemsRequest.newBuilder()
+                .setMaxConcurrentOrchestrationWorkItems(4).build());
     }
 
     @AfterEach
     void stop() throws InterruptedException {
-        if (channel != null) {
-            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        if (worker != null) {
+            worker.close();
         }
         if (hub != null) {
             hub.close();
@@ -82,12 +56,11 @@ class RawEntityWorkerTest {
     }
 
     private TaskHubSidecarServiceBlockingStub timed() {
-        return stub.withDeadlineAfter(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        return worker.timed();
     }
 
     private WorkItem next() throws InterruptedException {
-        WorkItem item = items.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-        assertNotNull(item, "no work item within " + WAIT);
+        WorkItem item = worker.next();
         assertTrue(item.hasEntityRequest(), "got " + item.getRequestCase());
         return item;
     }
@@ -130,7 +103,7 @@ class RawEntityWorkerTest {
         // While the batch is out, further operations wait: no second batch of the same entity.
         signal("add", "2");
         signal("add", "3");
-        assertNull(items.poll(1, TimeUnit.SECONDS), "a second batch of an entity was handed out while one is held");
+        assertNull(worker.poll(Duration.ofSeconds(1)), "a second batch of an entity was handed out while one is held");
 
         complete(first, "1", 1);
         WorkItem second = next();
@@ -172,7 +145,7 @@ class RawEntityWorkerTest {
             Thread.sleep(10);
         }
         signal("add", "2");
-        assertNull(items.poll(1, TimeUnit.SECONDS), "a signal ran while another held the lock");
+        assertNull(worker.poll(Duration.ofSeconds(1)), "a signal ran while another held the lock");
 
         CleanEntityStorageResponse cleaned = timed().cleanEntityStorage(CleanEntityStorageRequest.newBuilder()
                 .setReleaseOrphanedLocks(true).setRemoveEmptyEntities(true).build());

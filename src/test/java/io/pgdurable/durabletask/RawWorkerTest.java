@@ -1,13 +1,9 @@
 package io.pgdurable.durabletask;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.StringValue;
-import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
-import io.grpc.stub.StreamObserver;
 import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonActivityTaskRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonOrchestrationTaskRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ActivityResponse;
@@ -24,12 +20,8 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorRespons
 import io.pgdurable.durabletask.protocol.OrchestratorService.ScheduleTaskAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SendEntityMessageAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.WorkItem;
-import io.pgdurable.durabletask.protocol.TaskHubSidecarServiceGrpc;
 import io.pgdurable.durabletask.protocol.TaskHubSidecarServiceGrpc.TaskHubSidecarServiceBlockingStub;
 import java.time.Duration;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -39,43 +31,24 @@ import org.junit.jupiter.api.Test;
  * actions the sidecar cannot carry out, abandons by completion token.
  */
 class RawWorkerTest {
-    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static final Duration WAIT = RawStream.WAIT;
 
     private SidecarHarness hub;
-    private ManagedChannel channel;
-    private TaskHubSidecarServiceBlockingStub stub;
-    private final BlockingQueue<WorkItem> items = new LinkedBlockingQueue<>();
+    private RawStream worker;
 
     @BeforeEach
     void start() {
         // A long lease: a redelivery within the test's bounds can only come from the abandon, not from expiry.
         hub = new SidecarHarness("raw", io.pgdurable.postgres.TestDatabase.newSchemaName("raw"),
                 c -> c.withLockTimeout(Duration.ofMinutes(5)));
-        channel = ManagedChannelBuilder.forAddress("127.0.0.1", hub.sidecar.port()).usePlaintext().build();
-        stub = TaskHubSidecarServiceGrpc.newBlockingStub(channel);
-        TaskHubSidecarServiceGrpc.newStub(channel).getWorkItems(GetWorkItemsRequest.newBuilder()
-                .setMaxConcurrentOrchestrationWorkItems(2).setMaxConcurrentActivityWorkItems(2).build(),
-                new StreamObserver<>() {
-                    @Override
-                    public void onNext(WorkItem item) {
-                        items.add(item);
-                    }
-
-                    @Override
-                    public void onError(Throwable t) {
-                        // the channel closes at the end of the test
-                    }
-
-                    @Override
-                    public void onCompleted() {
-                    }
-                });
+        worker = new RawStream(hub.sidecar.port(), GetWorkItemsRequest.newBuilder()
+                .setMaxConcurrentOrchestrationWorkItems(2).setMaxConcurrentActivityWorkItems(2).build());
     }
 
     @AfterEach
     void stop() throws InterruptedException {
-        if (channel != null) {
-            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        if (worker != null) {
+            worker.close();
         }
         if (hub != null) {
             hub.close();
@@ -83,13 +56,11 @@ class RawWorkerTest {
     }
 
     private TaskHubSidecarServiceBlockingStub timed() {
-        return stub.withDeadlineAfter(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        return worker.timed();
     }
 
     private WorkItem next() throws InterruptedException {
-        WorkItem item = items.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-        assertNotNull(item, "no work item within " + WAIT);
-        return item;
+        return worker.next();
     }
 
     private String startInstance(String id) {
