@@ -7,6 +7,7 @@ import static io.pgdurable.postgres.longpoll.LongPollHarness.start;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.QueueKind;
@@ -268,38 +269,75 @@ class LongPollProviderTest {
     void a_wake_held_by_a_fetch_whose_deadline_ends_while_coalescing_goes_to_another_fetch() {
         try (LongPollHarness h = open("lpcoalesce", NO_FALLBACK);
              LongPollHarness elsewhere = onSchema(h.schema, NO_FALLBACK)) {
-            PostgresProvider p = h.provider;
             h.warmUp();
-            h.startInstance("locked");
-            p.enqueueForOrchestrator(event("locked", "m1"), null);
-            // Held by another provider (process): this one cannot know the instance is locked, so it wakes for it.
-            FetchedOrchestration held = elsewhere.provider.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)
-                    .orElseThrow();
-            Duration shortPoll = Duration.ofMillis(1_500);
-            BackgroundFetch<FetchedOrchestration> older = h.parkOrchestrator("older", shortPoll);
-            BackgroundFetch<FetchedOrchestration> younger = h.parkOrchestrator("younger", Duration.ofSeconds(10));
-            // Two useless wakes (the instance is locked) put the older fetch into the coalescing cadence; the
-            // second lands in its last 100 ms (time is the subject here), so its deadline ends while it pauses.
-            for (int k = 2; k <= 3; k++) {
-                long at = k == 2 ? 1_250 : 1_440;
-                LockSupport.parkNanos(older.startNanos() + TimeUnit.MILLISECONDS.toNanos(at) - System.nanoTime());
-                long wakes = h.signals.wakes();
-                p.enqueueForOrchestrator(event("locked", "m" + k), null); // wakes the older fetch: still locked
-                h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m" + k);
-                Waits.until(() -> older.parked() || older.isDone(), Duration.ofSeconds(5),
-                        () -> "older to park again");
+            // Time is the subject: on a loaded machine the older fetch's pause can end before its deadline, and then
+            // it rightly claims the fresh instance itself. Such a round proves nothing, so it is run again.
+            List<String> slipped = new ArrayList<>();
+            for (int round = 1; round <= 3; round++) {
+                String slip = coalescingRound(h, elsewhere, round);
+                if (slip == null) {
+                    return;
+                }
+                slipped.add(slip);
             }
-            long t0 = System.nanoTime();
-            p.enqueueForOrchestrator(start("fresh"), null);
-            Optional<FetchedOrchestration> got = younger.get(GET);
-            long ms = younger.millisSince(t0);
-            assertTrue(got.isPresent(), "the younger fetch never got the fresh instance");
-            assertEquals("fresh", got.get().item().instance());
+            fail("the older fetch's deadline never ended inside its coalescing pause in 3 rounds: " + slipped);
+        }
+    }
+
+    /** One round of the coalescing hand-off; null when it proved the hand-off, else why the timing slipped. */
+    private static String coalescingRound(LongPollHarness h, LongPollHarness elsewhere, int round) {
+        PostgresProvider p = h.provider;
+        String locked = "locked" + round;
+        String fresh = "fresh" + round;
+        h.startInstance(locked);
+        p.enqueueForOrchestrator(event(locked, "m1"), null);
+        // Held by another provider (process): this one cannot know the instance is locked, so it wakes for it.
+        FetchedOrchestration held = elsewhere.provider.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)
+                .orElseThrow();
+        Duration shortPoll = Duration.ofMillis(1_500);
+        BackgroundFetch<FetchedOrchestration> older = h.parkOrchestrator("older", shortPoll);
+        BackgroundFetch<FetchedOrchestration> younger = h.parkOrchestrator("younger", Duration.ofSeconds(10));
+        // Two useless wakes (the instance is locked) put the older fetch into the coalescing cadence; the
+        // second lands in its last 100 ms, so its deadline ends while it pauses.
+        for (int k = 2; k <= 3; k++) {
+            long at = k == 2 ? 1_250 : 1_440;
+            LockSupport.parkNanos(older.startNanos() + TimeUnit.MILLISECONDS.toNanos(at) - System.nanoTime());
+            long wakes = h.signals.wakes();
+            p.enqueueForOrchestrator(event(locked, "m" + k), null); // wakes the older fetch: still locked
+            h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m" + k);
+            Waits.until(() -> older.parked() || older.isDone(), Duration.ofSeconds(5), () -> "older to park again");
+        }
+        long t0 = System.nanoTime();
+        p.enqueueForOrchestrator(start(fresh), null);
+        Optional<FetchedOrchestration> olderGot = older.get(GET);
+        if (olderGot.isPresent()) {
+            p.enqueueForOrchestrator(start("release" + round), null); // the younger fetch need not wait out 10 s
+        }
+        Optional<FetchedOrchestration> got = younger.get(GET);
+        long ms = younger.millisSince(t0);
+        try {
+            if (olderGot.isPresent()) {
+                assertEquals(fresh, olderGot.get().item().instance(), "the older fetch claimed something else");
+                assertEquals(Optional.of("release" + round), got.map(f -> f.item().instance()),
+                        "the younger fetch, released after the older one took the fresh instance");
+                return "round " + round + ": the older fetch claimed the fresh instance "
+                        + TimeUnit.NANOSECONDS.toMillis(older.endNanos() - older.startNanos()) + " ms after it began";
+            }
+            assertTrue(got.isPresent(), "the younger fetch never got the fresh instance; the older fetch "
+                    + older.describe());
+            assertEquals(fresh, got.get().item().instance());
             assertTrue(ms < 500, "the fresh instance reached the younger fetch " + ms + " ms after its enqueue "
                     + "(fallback 30 s); the older fetch " + older.describe());
-            assertEquals(Optional.empty(), older.get(GET), "the older fetch timed out empty");
-            h.ackTurn(got.get());
+            return null;
+        } finally {
+            olderGot.ifPresent(h::ackTurn);
+            got.ifPresent(h::ackTurn);
             elsewhere.ackTurn(held);
+            // m2 and m3 of the locked instance are claimable now; a later round must start from an empty queue.
+            for (Optional<FetchedOrchestration> left = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null);
+                 left.isPresent(); left = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)) {
+                h.ackTurn(left.get());
+            }
         }
     }
 
