@@ -44,6 +44,12 @@ async function* parent(ctx, n) {
   return `child said ${child}`;
 }
 
+// The child's id is chosen, so the purge scenario can look it up.
+async function* namedParent(ctx, n) {
+  const child = yield ctx.callSubOrchestrator('chain', n, { instanceId: `${ctx.instanceId}-child` });
+  return `child said ${child}`;
+}
+
 async function* counter(ctx, n) {
   if (n < 3) {
     ctx.continueAsNew(n + 1, false);
@@ -156,6 +162,22 @@ const scenarios = {
   async 'sub-orchestration'(c) {
     const id = await c.scheduleNewOrchestration('parent', 1);
     equal(output(await finished(c, id, OrchestrationStatus.COMPLETED)), 'child said 4', 'output');
+  },
+
+  async purge(c) {
+    // The SDK's default is recursive=false: the parent goes alone and its sub-orchestration stays, on its own.
+    const alone = await c.scheduleNewOrchestration('namedParent', 1);
+    await finished(c, alone, OrchestrationStatus.COMPLETED);
+    equal((await c.purgeOrchestration(alone)).deletedInstanceCount, 1, 'purged without recursion');
+    equal(await c.getOrchestrationState(alone), undefined, 'the purged parent');
+    const kept = await c.getOrchestrationState(`${alone}-child`);
+    check(kept && kept.runtimeStatus === OrchestrationStatus.COMPLETED, `the kept child: ${JSON.stringify(kept)}`);
+    equal((await c.purgeOrchestration(`${alone}-child`)).deletedInstanceCount, 1, 'the kept child, purged later');
+
+    const family = await c.scheduleNewOrchestration('namedParent', 2);
+    await finished(c, family, OrchestrationStatus.COMPLETED);
+    equal((await c.purgeOrchestration(family, { recursive: true })).deletedInstanceCount, 2, 'purged recursively');
+    equal(await c.getOrchestrationState(`${family}-child`), undefined, 'the child purged with its parent');
   },
 
   async 'continue-as-new'(c) {
@@ -388,6 +410,7 @@ async function main() {
     r.addNamedOrchestrator('nap', nap);
     r.addNamedOrchestrator('approval', approval);
     r.addNamedOrchestrator('parent', parent);
+    r.addNamedOrchestrator('namedParent', namedParent);
     r.addNamedOrchestrator('counter', counter);
     r.addNamedOrchestrator('failing', failing);
     r.addNamedActivity('addOne', (ctx, x) => x + 1);

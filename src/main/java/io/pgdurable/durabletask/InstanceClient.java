@@ -249,25 +249,29 @@ final class InstanceClient {
     }
 
     /**
-     * Deletes a finished instance with its sub-orchestrations (the provider keeps no orphaned children, so this
-     * happens whether or not the request asks for a recursive purge). An instance not found or not finished is
-     * not purged: the answer counts 0, as every SDK's purge documents (1.5.0's included).
+     * Deletes a finished instance, with its sub-orchestrations unless {@code keepChildren} (then they stay, as
+     * instances of their own). An instance not found or not finished is not purged: the answer counts 0, as every
+     * SDK's purge documents (1.5.0's included).
      */
-    int purge(String id) {
+    int purge(String id, boolean keepChildren) {
         Optional<InstanceInfo> info = info(id);
         if (info.isEmpty() || !state(info.get()).isTerminal()) {
             return 0;
         }
-        return (int) admin.deleteInstancesAtomic(admin.getInstanceTree(id).allIds(), true).instancesDeleted();
+        return delete(id, keepChildren);
     }
 
-    /** Purges every finished root instance matching the filter, each with its sub-orchestrations. */
-    int purge(PurgeInstanceFilter f) {
+    /**
+     * Purges every finished instance matching the filter. With its sub-orchestrations, the candidates are root
+     * instances (a matching child goes only with its root); with {@code keepChildren} every instance is a candidate
+     * and goes alone.
+     */
+    int purge(PurgeInstanceFilter f, boolean keepChildren) {
         Set<OrchestrationStatus> statuses = statusSet(f.getRuntimeStatusList());
         int deleted = 0;
         for (String id : admin.listInstances()) {
             Optional<InstanceInfo> info = info(id);
-            if (info.isEmpty() || info.get().parentInstanceId().isPresent()) {
+            if (info.isEmpty() || (!keepChildren && info.get().parentInstanceId().isPresent())) {
                 continue;
             }
             OrchestrationState s = toState(info.get(), false);
@@ -276,10 +280,14 @@ final class InstanceClient {
                     f.hasCreatedTimeTo() ? f.getCreatedTimeTo() : null)) {
                 continue;
             }
-            deleted += (int) admin.deleteInstancesAtomic(admin.getInstanceTree(id).allIds(), true)
-                    .instancesDeleted();
+            deleted += delete(id, keepChildren);
         }
         return deleted;
+    }
+
+    private int delete(String id, boolean keepChildren) {
+        return (int) (keepChildren ? admin.deleteInstancesKeepingChildren(List.of(id), true)
+                : admin.deleteInstancesAtomic(admin.getInstanceTree(id).allIds(), true)).instancesDeleted();
     }
 
     /**

@@ -305,13 +305,14 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
     @Override
     public void purgeInstances(PurgeInstancesRequest request, StreamObserver<PurgeInstancesResponse> out) {
         answer(out, "PurgeInstances", () -> {
+            boolean keepChildren = !request.getRecursive() && WorkerAgent.choosesPurgeRecursion(WorkerAgent.current());
             int deleted = switch (request.getRequestCase()) {
-                case INSTANCEID -> client.purge(request.getInstanceId());
-                case PURGEINSTANCEFILTER -> client.purge(request.getPurgeInstanceFilter());
+                case INSTANCEID -> client.purge(request.getInstanceId(), keepChildren);
+                case PURGEINSTANCEFILTER -> client.purge(request.getPurgeInstanceFilter(), keepChildren);
                 case INSTANCEBATCH -> {
                     int n = 0;
                     for (String id : request.getInstanceBatch().getInstanceIdsList()) {
-                        n += client.purge(id);
+                        n += client.purge(id, keepChildren);
                     }
                     yield n;
                 }

@@ -44,6 +44,17 @@ final class WorkerAgent implements ServerInterceptor {
         return userAgent != null && userAgent.contains("grpc-node-js/");
     }
 
+    /**
+     * Whether a purge request's {@code recursive=false} is the caller's choice. Durable Task for Java (1.5.0 and
+     * Dapr's) never sets the field, so its false means "not said", and its purges keep the cascade they always had
+     * here; the other SDKs set it on every purge (the JavaScript SDK's default is false). proto3 cannot tell an
+     * unset bool from false, so the gRPC library in the {@code user-agent} decides, as for concurrency above. A call
+     * without a user-agent keeps the cascade too.
+     */
+    static boolean choosesPurgeRecursion(String userAgent) {
+        return userAgent != null && !userAgent.contains("grpc-java");
+    }
+
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
                                                       ServerCallHandler<Q, R> next) {

@@ -177,14 +177,22 @@ final class PostgresAdmin implements ProviderAdmin {
 
     @Override
     public DeleteInstanceResult deleteInstancesAtomic(List<String> ids, boolean force) {
-        String op = "deleteInstancesAtomic";
+        return deleteInstances("deleteInstancesAtomic", sql.deleteInstancesAtomic, ids, force);
+    }
+
+    @Override
+    public DeleteInstanceResult deleteInstancesKeepingChildren(List<String> ids, boolean force) {
+        return deleteInstances("deleteInstancesKeepingChildren", sql.deleteInstancesKeepingChildren, ids, force);
+    }
+
+    private DeleteInstanceResult deleteInstances(String op, String statement, List<String> ids, boolean force) {
         Payloads.notNull(op, "ids", ids);
         if (ids.isEmpty()) {
             return DeleteInstanceResult.NONE;
         }
         String[] idArray = ids.toArray(new String[0]);
         return provider.call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.deleteInstancesAtomic)) {
+            try (PreparedStatement ps = c.prepareStatement(statement)) {
                 ps.setArray(1, c.createArrayOf("text", idArray));
                 ps.setBoolean(2, force);
                 try (ResultSet rs = ps.executeQuery()) {

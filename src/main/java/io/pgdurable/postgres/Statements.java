@@ -45,6 +45,7 @@ final class Statements {
     final String listChildren;
     final String getParentId;
     final String deleteInstancesAtomic;
+    final String deleteInstancesKeepingChildren;
     final String selectDeletableRoots;
     final String selectPrunableInstances;
     final String pruneExecutions;
@@ -116,6 +117,8 @@ final class Statements {
         listChildren = "SELECT * FROM " + s + "list_children(?)";
         getParentId = "SELECT " + s + "get_parent_id(?)";
         deleteInstancesAtomic = "SELECT * FROM " + s + "delete_instances_atomic(" + marked(2, 2, mark) + ")";
+        deleteInstancesKeepingChildren = "SELECT * FROM " + s + "delete_instances_keeping_children("
+                + marked(2, 2, mark) + ")";
         selectDeletableRoots = "SELECT * FROM " + s + "select_deletable_roots(?, ?, ?)";
         selectPrunableInstances = "SELECT * FROM " + s + "select_prunable_instances(?, ?, ?)";
         pruneExecutions = "SELECT * FROM " + s + "prune_executions(?, ?, ?)";

@@ -37,6 +37,17 @@ public interface ProviderAdmin {
 
     DeleteInstanceResult deleteInstancesAtomic(List<String> ids, boolean force);
 
+    /**
+     * Like {@link #deleteInstancesAtomic}, except that children of deleted instances that are not deleted
+     * themselves are kept and become root instances (their parent link is cleared in the same transaction) instead
+     * of failing the call. For runtimes whose purge leaves sub-orchestrations in place. Providers that cannot do it
+     * keep this default, which refuses permanently.
+     */
+    default DeleteInstanceResult deleteInstancesKeepingChildren(List<String> ids, boolean force) {
+        throw ProviderException.permanent("deleteInstancesKeepingChildren",
+                getClass().getName() + " cannot delete an instance without its sub-orchestrations");
+    }
+
     /** The instance and all its descendants, breadth first from the root. */
     default InstanceTree getInstanceTree(String rootId) {
         Set<String> seen = new LinkedHashSet<>();

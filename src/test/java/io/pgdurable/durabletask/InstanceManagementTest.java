@@ -239,4 +239,23 @@ class InstanceManagementTest {
         assertTrue(hub.client.getInstanceMetadata(running, false).isInstanceFound());
         hub.client.raiseEvent(running, "go", "x");
     }
+
+    /**
+     * Durable Task for Java never sets the purge request's {@code recursive} field, so its purge keeps the cascade it
+     * always had here: the sub-orchestration goes with its parent (the JavaScript SDK's non-recursive purge keeps it,
+     * scenarios.js "purge").
+     */
+    @Test
+    void aJavaClientsPurgeTakesTheSubOrchestrationsWithTheParent() throws Exception {
+        String parent = hub.client.scheduleNewOrchestrationInstance("ParentOfWaiter",
+                new NewOrchestrationInstanceOptions().setInstanceId(unique("purge-family")));
+        String child = parent + "-child";
+        hub.client.waitForInstanceStart(child, WAIT, false);
+        hub.client.raiseEvent(child, "go", "x");
+        assertEquals("got x", hub.client.waitForInstanceCompletion(parent, WAIT, true).readOutputAs(String.class));
+
+        assertEquals(2, hub.client.purgeInstance(parent).getDeletedInstanceCount());
+        assertFalse(hub.client.getInstanceMetadata(parent, false).isInstanceFound());
+        assertFalse(hub.client.getInstanceMetadata(child, false).isInstanceFound());
+    }
 }

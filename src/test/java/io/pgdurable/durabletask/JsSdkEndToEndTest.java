@@ -37,7 +37,7 @@ class JsSdkEndToEndTest {
 
     /** What scenarios.js runs; each must report PASS. */
     private static final List<String> SCENARIOS = List.of("activity-chain", "fan-out-fan-in", "timer",
-            "external-event", "sub-orchestration", "continue-as-new", "activity-failure", "rewind", "terminate",
+            "external-event", "sub-orchestration", "purge", "continue-as-new", "activity-failure", "rewind", "terminate",
             "suspend-resume", "history-stream", "restart-same-id", "restart-new-id", "instance-id-paging",
             "tags-round-trip");
 
