@@ -24,9 +24,10 @@ import picocli.CommandLine.Spec;
  * few seconds and abandons the rest, so nothing is lost.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
-        description = {"Run a Durable Task sidecar (the TaskHubSidecarService gRPC protocol of durabletask-client "
-                + "1.5.0) on PostgreSQL, with LISTEN/NOTIFY long polling.",
-                "Point DurableTaskGrpcWorkerBuilder().port(p) and DurableTaskGrpcClientBuilder().port(p) at it. "
+        description = {"Run a Durable Task sidecar (the TaskHubSidecarService gRPC protocol of the Durable Task "
+                + "SDKs: Java 1.5.0, Dapr's Java client, JavaScript) on PostgreSQL, with LISTEN/NOTIFY long polling.",
+                "Point the SDK's worker and client at 127.0.0.1:p (Java: DurableTaskGrpcWorkerBuilder().port(p) and "
+                        + "DurableTaskGrpcClientBuilder().port(p)). "
                         + "Without --db an embedded PostgreSQL keeps the task hub in --data-dir (default "
                         + "~/.pgdurable), so instances survive a restart; --ephemeral uses a throw-away one instead."})
 final class ServeCommand implements Callable<Integer> {
