@@ -228,10 +228,14 @@ class ListenerTest {
             try {
                 sendNotify(channel, "after the stuck connect");
                 assertEquals("after the stuck connect", rec.payloads.poll(5, TimeUnit.SECONDS));
-                assertEquals(acceptedBefore + 2, proxy.accepted(), "the swallowed connect and its replacement");
+                // The swallowed connect and its replacement; on a loaded machine the replacement may itself outlast
+                // a connect timeout and be replaced once more, but never more than once per timeout.
+                int connects = proxy.accepted() - acceptedBefore;
+                assertTrue(connects >= 2 && connects <= 2 + tookMillis / connectTimeout.toMillis(),
+                        connects + " connects in " + tookMillis + " ms");
                 // Replaced after one connect timeout: about 1 s; waiting four timeouts for it took over 4 s.
                 assertTrue(tookMillis >= connectTimeout.toMillis() - 50, "took only " + tookMillis + " ms");
-                assertTrue(tookMillis < 3 * connectTimeout.toMillis(),
+                assertTrue(tookMillis < 3_500,
                         "took " + tookMillis + " ms (" + failedOpens + " opens ran out of time)");
             } finally {
                 s.close();
