@@ -1,5 +1,7 @@
 package io.pgdurable.durabletask;
 
+import io.pgdurable.durabletask.protocol.DaprForkAliases.ListInstanceIDsRequest;
+import io.pgdurable.durabletask.protocol.DaprForkAliases.ListInstanceIDsResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateInstanceRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.CreateInstanceResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EventRaisedEvent;
@@ -423,6 +425,26 @@ final class InstanceClient {
                 }
             }
             out.addInstanceIds(id);
+        }
+        return out.build();
+    }
+
+    /**
+     * {@link #listInstanceIds} for Dapr's fork of the protocol, which names the paging fields differently and lists
+     * every id when no page size is given. Its continuation token is upstream's last instance key.
+     */
+    ListInstanceIDsResponse listInstanceIds(ListInstanceIDsRequest r) {
+        ListInstanceIdsRequest.Builder upstream = ListInstanceIdsRequest.newBuilder()
+                .setPageSize(r.getPageSize() == 0 ? Integer.MAX_VALUE
+                        : (int) Math.min(Integer.MAX_VALUE, Integer.toUnsignedLong(r.getPageSize())));
+        if (r.hasContinuationToken()) {
+            upstream.setLastInstanceKey(DtEvents.string(r.getContinuationToken()));
+        }
+        ListInstanceIdsResponse page = listInstanceIds(upstream.build());
+        ListInstanceIDsResponse.Builder out = ListInstanceIDsResponse.newBuilder()
+                .addAllInstanceIds(page.getInstanceIdsList());
+        if (page.hasLastInstanceKey()) {
+            out.setContinuationToken(page.getLastInstanceKey().getValue());
         }
         return out.build();
     }

@@ -1,6 +1,11 @@
 package io.pgdurable.durabletask;
 
 import com.google.protobuf.Empty;
+import io.pgdurable.durabletask.protocol.DaprForkAliases.GetInstanceHistoryRequest;
+import io.pgdurable.durabletask.protocol.DaprForkAliases.GetInstanceHistoryResponse;
+import io.pgdurable.durabletask.protocol.DaprForkAliases.ListInstanceIDsRequest;
+import io.pgdurable.durabletask.protocol.DaprForkAliases.ListInstanceIDsResponse;
+import io.pgdurable.durabletask.protocol.DaprTaskHubSidecarAliasesGrpc;
 import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonActivityTaskRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonActivityTaskResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.AbandonEntityTaskRequest;
@@ -14,7 +19,6 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchResult;
 import io.pgdurable.durabletask.protocol.OrchestratorService.GetEntityRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.GetEntityResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryChunk;
-import io.pgdurable.durabletask.protocol.OrchestratorService.HistoryEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ListInstanceIdsRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ListInstanceIdsResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.QueryEntitiesRequest;
@@ -53,16 +57,24 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.TerminateRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.TerminateResponse;
 import io.pgdurable.durabletask.protocol.OrchestratorService.WorkItem;
 import io.pgdurable.durabletask.protocol.TaskHubSidecarServiceGrpc;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerMethodDefinition;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.pgdurable.spi.ProviderException;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** The TaskHubSidecarService RPCs: each handler validates, delegates and maps failures to gRPC statuses. */
-final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io.grpc.BindableService {
+/**
+ * The TaskHubSidecarService RPCs, and the two that Dapr's fork of the protocol names differently
+ * ({@code dapr_fork_aliases.proto}): each handler validates, delegates and maps failures to gRPC statuses.
+ */
+final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
+        DaprTaskHubSidecarAliasesGrpc.AsyncService, io.grpc.BindableService {
     private static final Logger LOG = LoggerFactory.getLogger(TaskHubService.class);
 
     private final WorkDispatcher dispatcher;
@@ -75,10 +87,27 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
         this.entities = entities;
     }
 
-    /** Requests from SDKs of Dapr's protocol fork are read too (see {@link ForkTolerance}). */
+    /**
+     * The upstream service plus the Dapr fork's aliases under the upstream service's name, which is where the fork
+     * declares them; requests from SDKs of the fork are read too (see {@link ForkTolerance}).
+     */
     @Override
-    public io.grpc.ServerServiceDefinition bindService() {
-        return ForkTolerance.apply(TaskHubSidecarServiceGrpc.bindService(this));
+    public ServerServiceDefinition bindService() {
+        ServerServiceDefinition upstream = TaskHubSidecarServiceGrpc.bindService(this);
+        String name = upstream.getServiceDescriptor().getName();
+        ServerServiceDefinition.Builder all = ServerServiceDefinition.builder(name);
+        upstream.getMethods().forEach(all::addMethod);
+        for (ServerMethodDefinition<?, ?> alias : DaprTaskHubSidecarAliasesGrpc.bindService(this).getMethods()) {
+            all.addMethod(servedUnder(name, alias));
+        }
+        return ForkTolerance.apply(all.build());
+    }
+
+    private static <Q, R> ServerMethodDefinition<Q, R> servedUnder(String service, ServerMethodDefinition<Q, R> m) {
+        MethodDescriptor<Q, R> d = m.getMethodDescriptor();
+        return ServerMethodDefinition.create(d.toBuilder()
+                .setFullMethodName(MethodDescriptor.generateFullMethodName(service, d.getBareMethodName())).build(),
+                m.getServerCallHandler());
     }
 
     @FunctionalInterface
@@ -87,6 +116,12 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
     }
 
     private static <T> void answer(StreamObserver<T> out, String rpc, Call<T> call) {
+        answer(out, rpc, call, (result, o) -> o.onNext(result));
+    }
+
+    /** Runs the call and hands its result to {@code send}, which writes the response message(s), then completes. */
+    private static <T, R> void answer(StreamObserver<R> out, String rpc, Call<T> call,
+                                      BiConsumer<T, StreamObserver<R>> send) {
         T result;
         try {
             result = call.run();
@@ -106,7 +141,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
             out.onError(Status.INTERNAL.withDescription(rpc + ": " + e).asException());
             return;
         }
-        out.onNext(result);
+        send.accept(result, out);
         out.onCompleted();
     }
 
@@ -206,25 +241,28 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService, io
         answer(out, "ListInstanceIds", () -> client.listInstanceIds(request));
     }
 
+    /** Dapr's fork: {@link #listInstanceIds} under its own name and paging fields. */
+    @Override
+    public void listInstanceIDs(ListInstanceIDsRequest request, StreamObserver<ListInstanceIDsResponse> out) {
+        answer(out, "ListInstanceIDs", () -> client.listInstanceIds(request));
+    }
+
     /** The history of the instance's current execution, in chunks of at most {@value #HISTORY_CHUNK} events. */
     @Override
     public void streamInstanceHistory(StreamInstanceHistoryRequest request, StreamObserver<HistoryChunk> out) {
-        java.util.List<HistoryEvent> events;
-        try {
-            events = client.history(request.getInstanceId());
-        } catch (StatusException e) {
-            out.onError(e);
-            return;
-        } catch (ProviderException e) {
-            Status s = e.retryable() ? Status.UNAVAILABLE : Status.INTERNAL;
-            out.onError(s.withDescription("StreamInstanceHistory: " + e.getMessage()).asException());
-            return;
-        }
-        for (int i = 0; i < events.size(); i += HISTORY_CHUNK) {
-            out.onNext(HistoryChunk.newBuilder()
-                    .addAllEvents(events.subList(i, Math.min(events.size(), i + HISTORY_CHUNK))).build());
-        }
-        out.onCompleted();
+        answer(out, "StreamInstanceHistory", () -> client.history(request.getInstanceId()), (events, o) -> {
+            for (int i = 0; i < events.size(); i += HISTORY_CHUNK) {
+                o.onNext(HistoryChunk.newBuilder()
+                        .addAllEvents(events.subList(i, Math.min(events.size(), i + HISTORY_CHUNK))).build());
+            }
+        });
+    }
+
+    /** Dapr's fork: the same history as {@link #streamInstanceHistory}, in one response. */
+    @Override
+    public void getInstanceHistory(GetInstanceHistoryRequest request, StreamObserver<GetInstanceHistoryResponse> out) {
+        answer(out, "GetInstanceHistory", () -> GetInstanceHistoryResponse.newBuilder()
+                .addAllEvents(client.history(request.getInstanceId())).build());
     }
 
     static final int HISTORY_CHUNK = 200;

@@ -1,8 +1,21 @@
 package io.pgdurable.durabletask;
 
+import static io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent.EventTypeCase.EXECUTIONCOMPLETED;
+import static io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent.EventTypeCase.EXECUTIONSTARTED;
+import static io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent.EventTypeCase.ORCHESTRATORCOMPLETED;
+import static io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent.EventTypeCase.ORCHESTRATORSTARTED;
+import static io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent.EventTypeCase.TASKCOMPLETED;
+import static io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent.EventTypeCase.TASKSCHEDULED;
+import static io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent.EventTypeCase.TIMERCREATED;
+import static io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent.EventTypeCase.TIMERFIRED;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.Descriptors.Descriptor;
+import com.google.protobuf.Descriptors.FieldDescriptor;
 
 import io.dapr.durabletask.DurableTaskClient;
 import io.dapr.durabletask.DurableTaskGrpcClientBuilder;
@@ -14,7 +27,14 @@ import io.dapr.durabletask.Task;
 import io.dapr.durabletask.TaskActivity;
 import io.dapr.durabletask.TaskActivityFactory;
 import io.dapr.durabletask.TaskOrchestration;
+import io.dapr.durabletask.implementation.protobuf.OrchestratorService.GetInstanceHistoryRequest;
 import io.dapr.durabletask.implementation.protobuf.OrchestratorService.GetWorkItemsRequest;
+import io.dapr.durabletask.implementation.protobuf.OrchestratorService.HistoryEvent;
+import io.dapr.durabletask.implementation.protobuf.OrchestratorService.ListInstanceIDsRequest;
+import io.dapr.durabletask.implementation.protobuf.OrchestratorService.ListInstanceIDsResponse;
+import io.dapr.durabletask.implementation.protobuf.OrchestratorService.StreamInstanceHistoryRequest;
+import io.dapr.durabletask.implementation.protobuf.TaskHubSidecarServiceGrpc;
+import io.dapr.durabletask.implementation.protobuf.TaskHubSidecarServiceGrpc.TaskHubSidecarServiceBlockingStub;
 import io.dapr.durabletask.orchestration.TaskOrchestrationFactory;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -25,9 +45,13 @@ import io.grpc.ForwardingClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.pgdurable.durabletask.protocol.DaprForkAliases;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -39,6 +63,11 @@ import org.junit.jupiter.api.parallel.Isolated;
  * protocol, read through {@link ForkTolerance}). Dapr's worker runs items on a thread pool but declares no
  * concurrency in its GetWorkItems request; an interceptor on its channel adds the declaration a worker of the
  * current protocol makes, which is the subject here.
+ *
+ * <p>The fork's history and id-listing RPCs ({@code GetInstanceHistory}, {@code ListInstanceIDs}) have no method on
+ * Dapr's {@code DurableTaskClient} 1.17.1; they are called through the gRPC stub generated into Dapr's jar
+ * ({@code io.dapr.durabletask.implementation.protobuf.TaskHubSidecarServiceGrpc}), so the request and response
+ * bytes are the fork's own.
  */
 @Isolated("timing: a fan-out's end-to-end time is asserted in milliseconds, which the rest of the suite loading both "
         + "cores of a 2-core CI machine would decide instead of the dispatch")
@@ -51,6 +80,7 @@ class DaprSdkTest {
     private static ManagedChannel clientChannel;
     private static ManagedChannel workerChannel;
     private static DurableTaskClient client;
+    private static TaskHubSidecarServiceBlockingStub daprStub;
     private static DurableTaskGrpcWorker worker;
     private static Thread workerThread;
     private static final AtomicInteger running = new AtomicInteger();
@@ -63,6 +93,7 @@ class DaprSdkTest {
         hub = new SidecarHarness("dapr");
         clientChannel = ManagedChannelBuilder.forAddress("127.0.0.1", hub.sidecar.port()).usePlaintext().build();
         client = new DurableTaskGrpcClientBuilder().grpcChannel(clientChannel).build();
+        daprStub = TaskHubSidecarServiceGrpc.newBlockingStub(clientChannel);
         workerChannel = ManagedChannelBuilder.forAddress("127.0.0.1", hub.sidecar.port()).usePlaintext().build();
         Channel declaring = ClientInterceptors.intercept(workerChannel, declareConcurrency(FAN_OUT, FAN_OUT));
         worker = new DurableTaskGrpcWorkerBuilder().grpcChannel(declaring)
@@ -73,6 +104,13 @@ class DaprSdkTest {
                     }
                     ctx.complete(ctx.allOf(tasks).await().stream().mapToInt(Integer::intValue).sum());
                 }))
+                // Every kind of event a plain orchestration writes: activities, their results, a durable timer.
+                .addOrchestration(orchestration("Steps", ctx -> {
+                    int once = ctx.callActivity("Plus", ctx.getInput(Integer.class), Integer.class).await();
+                    ctx.createTimer(Duration.ofMillis(50)).await();
+                    ctx.complete(ctx.callActivity("Plus", once, Integer.class).await());
+                }))
+                .addActivity(activity("Plus", ctx -> ctx.getInput(Integer.class) + 1))
                 .addActivity(activity("Slow", ctx -> {
                     firstStartNs.compareAndSet(0, System.nanoTime());
                     int now = running.incrementAndGet();
@@ -169,6 +207,163 @@ class DaprSdkTest {
 
         assertEquals(1, client.purgeInstance(again).getDeletedInstanceCount());
         assertEquals(0, client.purgeInstance(again).getDeletedInstanceCount());
+    }
+
+    /**
+     * Dapr's {@code restartInstance(id, false)} is client-side: it reads the instance and starts it again under its
+     * id (StartInstance; the fork has no RestartInstance RPC). Until the new execution's first turn the instance still
+     * shows the finished one, so the restart is recognised by the history's execution id changing.
+     */
+    @Test
+    void restartUnderItsOwnIdThroughDaprsClientRunsANewExecution() throws Exception {
+        String id = client.scheduleNewOrchestrationInstance("Steps", 5, "dapr-restart-own-id");
+        assertEquals(7, client.waitForInstanceCompletion(id, WAIT, true).readOutputAs(Integer.class));
+        String firstExecution = executionId(history(id));
+
+        assertEquals(id, client.restartInstance(id, false));
+        assertTrue(SidecarHarness.eventually(WAIT, () -> {
+            List<HistoryEvent> h = history(id);
+            return !executionId(h).equals(firstExecution)
+                    && h.get(h.size() - 1).getEventTypeCase() == EXECUTIONCOMPLETED;
+        }), "no second execution of " + id + " completed");
+        OrchestrationMetadata again = client.waitForInstanceCompletion(id, WAIT, true);
+        assertEquals(OrchestrationRuntimeStatus.COMPLETED, again.getRuntimeStatus());
+        assertEquals(7, again.readOutputAs(Integer.class));
+    }
+
+    /** The fork's messages as compiled into Dapr's jar and as served here: same field numbers, types and presence. */
+    @Test
+    void theForkAliasesAreTheDaprClientsMessagesOnTheWire() {
+        assertSameWireFields(io.dapr.durabletask.implementation.protobuf.OrchestratorService.ListInstanceIDsRequest
+                .getDescriptor(), DaprForkAliases.ListInstanceIDsRequest.getDescriptor());
+        assertSameWireFields(ListInstanceIDsResponse.getDescriptor(),
+                DaprForkAliases.ListInstanceIDsResponse.getDescriptor());
+        assertSameWireFields(GetInstanceHistoryRequest.getDescriptor(),
+                DaprForkAliases.GetInstanceHistoryRequest.getDescriptor());
+        assertSameWireFields(io.dapr.durabletask.implementation.protobuf.OrchestratorService.GetInstanceHistoryResponse
+                .getDescriptor(), DaprForkAliases.GetInstanceHistoryResponse.getDescriptor());
+        assertEquals("TaskHubSidecarService/ListInstanceIDs",
+                TaskHubSidecarServiceGrpc.getListInstanceIDsMethod().getFullMethodName());
+        assertEquals("TaskHubSidecarService/GetInstanceHistory",
+                TaskHubSidecarServiceGrpc.getGetInstanceHistoryMethod().getFullMethodName());
+    }
+
+    private static void assertSameWireFields(Descriptor dapr, Descriptor ours) {
+        assertEquals(describe(dapr), describe(ours), dapr.getName());
+    }
+
+    private static List<String> describe(Descriptor d) {
+        return d.getFields().stream().map(f -> f.getNumber() + " " + f.getType()
+                + (f.getType() == FieldDescriptor.Type.MESSAGE ? " " + f.getMessageType().getFullName() : "")
+                + (f.isRepeated() ? " repeated" : "") + (f.hasPresence() ? " with presence" : "")).toList();
+    }
+
+    /**
+     * The fork's GetInstanceHistory and upstream's StreamInstanceHistory, both read with Dapr's classes: the events of
+     * a finished orchestration in the order they happened, each result naming its activity.
+     */
+    @Test
+    void historyThroughDaprsGetInstanceHistoryAndStreamInstanceHistory() throws Exception {
+        String id = client.scheduleNewOrchestrationInstance("Steps", 1);
+        OrchestrationMetadata done = client.waitForInstanceCompletion(id, WAIT, true);
+        assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
+        assertEquals(3, done.readOutputAs(Integer.class));
+
+        List<HistoryEvent> events = history(id);
+        // Each turn is framed by OrchestratorStarted/OrchestratorCompleted; between them, what the turn did.
+        assertEquals(ORCHESTRATORSTARTED, events.get(0).getEventTypeCase(), "first: " + events.get(0));
+        assertEquals(List.of(EXECUTIONSTARTED, TASKSCHEDULED, TASKCOMPLETED, TIMERCREATED, TIMERFIRED, TASKSCHEDULED,
+                        TASKCOMPLETED, EXECUTIONCOMPLETED),
+                events.stream().map(HistoryEvent::getEventTypeCase)
+                        .filter(k -> k != ORCHESTRATORSTARTED && k != ORCHESTRATORCOMPLETED).toList());
+        assertEquals("Steps", events.get(1).getExecutionStarted().getName());
+        assertEquals(id, events.get(1).getExecutionStarted().getOrchestrationInstance().getInstanceId());
+        assertEquals("1", events.get(1).getExecutionStarted().getInput().getValue());
+        List<HistoryEvent> scheduled = events.stream().filter(HistoryEvent::hasTaskScheduled).toList();
+        List<HistoryEvent> completed = events.stream().filter(HistoryEvent::hasTaskCompleted).toList();
+        for (int i = 0; i < 2; i++) {
+            assertEquals("Plus", scheduled.get(i).getTaskScheduled().getName());
+            assertEquals(scheduled.get(i).getEventId(), completed.get(i).getTaskCompleted().getTaskScheduledId());
+            assertEquals(String.valueOf(2 + i), completed.get(i).getTaskCompleted().getResult().getValue());
+        }
+        HistoryEvent last = events.get(events.size() - 1);
+        assertEquals(EXECUTIONCOMPLETED, last.getEventTypeCase());
+        assertEquals("3", last.getExecutionCompleted().getResult().getValue());
+
+        List<HistoryEvent> streamed = new ArrayList<>();
+        timed().streamInstanceHistory(StreamInstanceHistoryRequest.newBuilder().setInstanceId(id).build())
+                .forEachRemaining(chunk -> streamed.addAll(chunk.getEventsList()));
+        assertEquals(events, streamed);
+
+        StatusRuntimeException unknown = assertThrows(StatusRuntimeException.class, () -> history("dapr-no-such"));
+        assertEquals(Status.Code.NOT_FOUND, unknown.getStatus().getCode());
+        StatusRuntimeException unknownStreamed = assertThrows(StatusRuntimeException.class, () -> timed()
+                .streamInstanceHistory(StreamInstanceHistoryRequest.newBuilder().setInstanceId("dapr-no-such").build())
+                .hasNext());
+        assertEquals(Status.Code.NOT_FOUND, unknownStreamed.getStatus().getCode());
+        StatusRuntimeException noId = assertThrows(StatusRuntimeException.class, () -> history(""));
+        assertEquals(Status.Code.INVALID_ARGUMENT, noId.getStatus().getCode());
+    }
+
+    /**
+     * The fork's ListInstanceIDs: without a page size every id at once (as the fork documents); with one, pages of
+     * exactly that size continued by the token, the last page without a token, together the same ids in id order.
+     */
+    @Test
+    void listInstanceIdsThroughDaprsListInstanceIDsPagesThroughTheHub() throws Exception {
+        List<String> mine = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            mine.add(client.scheduleNewOrchestrationInstance("Steps", i, "dapr-list-" + i));
+        }
+        for (String id : mine) {
+            assertEquals(OrchestrationRuntimeStatus.COMPLETED,
+                    client.waitForInstanceCompletion(id, WAIT, false).getRuntimeStatus());
+        }
+
+        ListInstanceIDsResponse everything = timed().listInstanceIDs(ListInstanceIDsRequest.getDefaultInstance());
+        assertFalse(everything.hasContinuationToken(), "one response holds every id");
+        List<String> all = everything.getInstanceIdsList();
+        assertTrue(all.containsAll(mine), "listed " + all);
+        assertEquals(all.stream().sorted().distinct().toList(), all, "not in id order, or an id twice");
+
+        List<String> paged = new ArrayList<>();
+        ListInstanceIDsRequest.Builder next = ListInstanceIDsRequest.newBuilder().setPageSize(2);
+        int pages = 0;
+        while (true) {
+            ListInstanceIDsResponse page = timed().listInstanceIDs(next.build());
+            pages++;
+            paged.addAll(page.getInstanceIdsList());
+            if (!page.hasContinuationToken()) {
+                assertTrue(page.getInstanceIdsCount() >= 1 && page.getInstanceIdsCount() <= 2,
+                        "last page of " + page.getInstanceIdsCount());
+                break;
+            }
+            assertEquals(2, page.getInstanceIdsCount(), "page " + pages);
+            assertTrue(pages <= all.size(), "the listing does not end");
+            next.setContinuationToken(page.getContinuationToken());
+        }
+        assertEquals(all, paged);
+        assertEquals((all.size() + 1) / 2, pages);
+
+        ListInstanceIDsResponse exact = timed().listInstanceIDs(ListInstanceIDsRequest.newBuilder()
+                .setPageSize(all.size()).build());
+        assertEquals(all, exact.getInstanceIdsList());
+        assertFalse(exact.hasContinuationToken(), "a page holding the rest has no token");
+
+    }
+
+    private static TaskHubSidecarServiceBlockingStub timed() {
+        return daprStub.withDeadlineAfter(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private static List<HistoryEvent> history(String id) {
+        return timed().getInstanceHistory(GetInstanceHistoryRequest.newBuilder().setInstanceId(id).build())
+                .getEventsList();
+    }
+
+    private static String executionId(List<HistoryEvent> history) {
+        return history.stream().filter(HistoryEvent::hasExecutionStarted).findFirst().orElseThrow()
+                .getExecutionStarted().getOrchestrationInstance().getExecutionId().getValue();
     }
 
     /** The worker's GetWorkItems request, as a worker of the current protocol that runs items concurrently sends it. */
