@@ -262,7 +262,7 @@ class EmbeddedServeRestartTest {
         static ServeProcess start(String... args) throws IOException {
             List<String> command = new ArrayList<>(List.of(
                     Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-cp", classpath(), PgDurableCli.class.getName(), "serve"));
+                    "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", classpath(), PgDurableCli.class.getName(), "serve"));
             command.addAll(List.of(args));
             return new ServeProcess(new ProcessBuilder(command).start());
         }

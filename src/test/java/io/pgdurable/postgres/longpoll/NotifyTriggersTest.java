@@ -440,8 +440,8 @@ class NotifyTriggersTest {
     /** Runs {@link HaltingWriter} in a JVM of its own on the test classpath and returns what it printed. */
     private static String runHaltingWriter(String schema, boolean transactional, String instance) throws Exception {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
-        Process process = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-                HaltingWriter.class.getName(), TestDatabase.url(), schema, Boolean.toString(transactional), instance)
+        Process process = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
+                System.getProperty("java.class.path"), HaltingWriter.class.getName(), TestDatabase.url(), schema, Boolean.toString(transactional), instance)
                 .redirectErrorStream(true)
                 .start();
         process.getOutputStream().close();

@@ -216,7 +216,7 @@ class MultiProcessTest {
 
         static Child start(String mode, String schema, String name, int count) throws IOException {
             String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
-            Process p = new ProcessBuilder(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"),
+            Process p = new ProcessBuilder(java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
                     QueueProcess.class.getName(), mode, TestDatabase.url(), schema, name, Integer.toString(count))
                     .redirectErrorStream(true)
                     .start();
