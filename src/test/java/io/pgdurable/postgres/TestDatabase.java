@@ -48,6 +48,25 @@ public final class TestDatabase {
         }
     }
 
+    /**
+     * Makes this JVM's server the embedded PostgreSQL {@code major} (a matrix suite's choice), unless the server is
+     * already that one. Fails when this JVM already uses another server: its tests would run on the wrong one.
+     */
+    public static void useMajor(int major) {
+        synchronized (TestDatabase.class) {
+            if (url == null) {
+                System.setProperty(MAJOR_SETTING, Integer.toString(major));
+                return;
+            }
+        }
+        Integer chosen = chosenMajor();
+        if (chosen == null || chosen != major) {
+            throw new IllegalStateException("this JVM already runs its tests on " + (chosen == null
+                    ? "the default server" : "PostgreSQL " + chosen) + "; a matrix suite for PostgreSQL " + major
+                    + " needs a JVM of its own");
+        }
+    }
+
     private static String resolve() {
         Integer major = chosenMajor();
         if (major != null) {
