@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pgdurable.conformance.DeletionTests;
 import io.pgdurable.conformance.ProviderFactory;
 import io.pgdurable.postgres.PostgresTestFactory;
-import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.ProviderAdmin;
 import io.pgdurable.spi.ProviderException;
@@ -59,7 +58,7 @@ class PgDeletionTest extends DeletionTests {
         String root = "keep-running-root";
         String child = root + "::sub::2";
         createInstanceWithStatus(p, root, null, null, null);
-        createInstanceWithStatus(p, child, root, ExecutionMetadata.COMPLETED, "done");
+        createCompletedChild(p, child, root);
 
         ProviderException e = expectPermanentError("deleting a running parent without force",
                 () -> admin.deleteInstancesKeepingChildren(List.of(root), false));
@@ -70,8 +69,8 @@ class PgDeletionTest extends DeletionTests {
         assertResult(admin.deleteInstancesKeepingChildren(List.of(root), true), 1, 1, 1, 0, "forced");
         assertEquals(Optional.empty(), assertExists(admin, child).parentInstanceId());
         // The contract's own call still refuses what would orphan a child.
-        createInstanceWithStatus(p, root + "-2", null, ExecutionMetadata.COMPLETED, "done");
-        createInstanceWithStatus(p, child + "-2", root + "-2", ExecutionMetadata.COMPLETED, "done");
+        createCompleted(p, root + "-2");
+        createCompletedChild(p, child + "-2", root + "-2");
         expectPermanentError("deleteInstancesAtomic of a parent alone",
                 () -> admin.deleteInstancesAtomic(List.of(root + "-2"), true));
     }
