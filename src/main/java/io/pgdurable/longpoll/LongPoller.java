@@ -19,6 +19,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -147,11 +148,22 @@ public final class LongPoller implements AutoCloseable {
      */
     public <T> Optional<T> fetch(QueueKind queue, Route route, Object claimKey, Duration pollTimeout,
                                  String operation, Supplier<Optional<T>> claim) {
+        return fetch(queue, route, claimKey, null, pollTimeout, operation, claim);
+    }
+
+    /**
+     * {@link #fetch(QueueKind, Route, Object, Duration, String, Supplier)} for a fetch that also takes items handed
+     * over by this process's writers while it is parked: {@code takes} describes what it takes (the writer's
+     * {@link #reserve} predicate reads it), and a handed-over item, already leased to it in the writer's
+     * transaction, is returned as the fetch's result without a claim. Null: claims only.
+     */
+    public <T> Optional<T> fetch(QueueKind queue, Route route, Object claimKey, Object takes, Duration pollTimeout,
+                                 String operation, Supplier<Optional<T>> claim) {
         if (pollTimeout == null || pollTimeout.isZero() || pollTimeout.isNegative() || closed.get()) {
             return claim.get();
         }
         long deadline = System.nanoTime() + waitNanos(pollTimeout);
-        Waiter waiter = registry.register(queue, route, operation);
+        Waiter waiter = registry.register(queue, route, takes, operation);
         if (waiter == null) {
             return claim.get(); // closing: no more parking
         }
@@ -194,6 +206,11 @@ public final class LongPoller implements AutoCloseable {
                     return Optional.empty();
                 }
                 Object outcome = waiter.await(remaining);
+                if (outcome instanceof Waiter.Delivered delivered) {
+                    @SuppressWarnings("unchecked")
+                    T item = (T) delivered.item();
+                    return Optional.of(item);
+                }
                 if (!(outcome instanceof Hint hint)) {
                     return Optional.empty(); // timed out, closed or interrupted (the flag is kept)
                 }
@@ -211,6 +228,20 @@ public final class LongPoller implements AutoCloseable {
         } finally {
             registry.deregister(queue, waiter);
         }
+    }
+
+    /**
+     * Reserves a parked fetch of {@code queue} for an item this process is about to write: the oldest one without a
+     * pending wake whose {@code takes} the item {@code fits}. Null when there is none (or the poller is closing): the
+     * writer then writes as usual. A reservation must end in {@link Reservation#handOver} or
+     * {@link Reservation#cancel}; meanwhile the fetch waits on (its own timeout still applies).
+     */
+    public Reservation reserve(QueueKind queue, Predicate<Object> fits) {
+        if (closed.get()) {
+            return null;
+        }
+        Waiter w = registry.reserve(queue, fits);
+        return w == null ? null : new Reservation(registry, queue, w);
     }
 
     /** A claim with this key found nothing at this epoch, and the listener is up to hear of anything new. */

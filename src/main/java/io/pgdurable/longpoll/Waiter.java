@@ -8,55 +8,161 @@ import java.util.concurrent.atomic.AtomicReference;
  * One waiting fetch, registered before its first claim attempt. A wake is accepted whether the fetch is parked or
  * in the middle of a claim (the new item may have committed after that claim looked), so no wake-up is lost: the
  * fetch simply claims again. A wake still pending when the fetch ends is handed back to the registry.
+ *
+ * <p>A parked fetch that declared what it {@link #takes} can instead be reserved by a writer of this process, which
+ * then hands it an item leased in the writer's own transaction (see {@link Reservation}). While reserved it takes
+ * no other wake for itself: one that arrives is kept aside and used, or given back, when the reservation ends. A
+ * fetch that gives up while reserved either finds the item already handed over (and returns it: the lease is its
+ * own) or leaves the writer a refusal, so the writer releases the item; nothing is left leased to nobody.
  */
 final class Waiter {
+    /** {@link #pending} while the fetch is parked without a wake: only then can a writer reserve it. */
+    private static final Object PARKED = new Object();
+    /** {@link #pending} while a writer holds the reservation. */
+    private static final Object RESERVED = new Object();
+    /** {@link #pending} once the reserving writer handed its item over ({@link #handed} holds it). */
+    private static final Object DELIVERED = new Object();
+    /** {@link #pending} once the fetch gave up on a reservation: the writer's hand-over is refused. */
+    private static final Object GONE = new Object();
+    private static final Hint[] NONE = new Hint[0];
+
     final Route route;
+    /** What this fetch takes from a writer's hand-over (the provider's claim request), or null: it only claims. */
+    final Object takes;
     private final Semaphore permit = new Semaphore(0);
-    private final AtomicReference<Hint> pending = new AtomicReference<>();
+    /** null (claiming, no wake), {@link #PARKED}, a {@link Hint}, or one of the reservation states above. */
+    private final AtomicReference<Object> pending = new AtomicReference<>();
+    /** A wake that arrived while reserved. */
+    private final AtomicReference<Hint> aside = new AtomicReference<>();
+    private volatile Object handed;
     private volatile boolean closed;
 
-    Waiter(Route route) {
+    Waiter(Route route, Object takes) {
         this.route = route;
+        this.takes = takes;
     }
 
-    /** Takes the hint if this waiter can use it and holds no other wake. */
+    /** Takes the hint if this waiter can use it and holds no other wake (a reserved one keeps it aside). */
     boolean offer(Hint hint) {
-        if (closed || !route.accepts(hint) || !pending.compareAndSet(null, hint)) {
+        if (closed || !route.accepts(hint)) {
             return false;
         }
-        permit.release();
-        return true;
+        while (true) {
+            Object p = pending.get();
+            if (p == null || p == PARKED) {
+                if (pending.compareAndSet(p, hint)) {
+                    permit.release();
+                    return true;
+                }
+            } else {
+                return p == RESERVED && aside.compareAndSet(null, hint);
+            }
+        }
     }
 
     /** True while the waiter has no wake pending (a hint can still reach it). */
     boolean isIdle() {
-        return pending.get() == null && !closed;
+        Object p = pending.get();
+        return (p == null || p == PARKED) && !closed;
     }
 
-    /** Waits up to {@code nanos} for a wake: the {@link Hint}, or an {@link Outcome}. */
+    /** Reserves this parked fetch for one writer's hand-over; false unless it is parked without a wake. */
+    boolean reserve() {
+        return takes != null && !closed && pending.compareAndSet(PARKED, RESERVED);
+    }
+
+    /** The reserving writer's item; false when the fetch gave up first (the writer must release the item). */
+    boolean handOver(Object item) {
+        handed = item;
+        if (pending.compareAndSet(RESERVED, DELIVERED)) {
+            permit.release();
+            return true;
+        }
+        handed = null;
+        return false;
+    }
+
+    /**
+     * Ends a reservation without an item: the fetch parks on, or claims for a wake kept aside meanwhile. Returns
+     * that wake when the fetch gave up in between and cannot use it, for the registry to give to another; else null.
+     */
+    Hint release() {
+        Hint kept = aside.getAndSet(null);
+        if (pending.compareAndSet(RESERVED, kept == null ? PARKED : kept)) {
+            if (kept != null) {
+                permit.release();
+            }
+            return null;
+        }
+        return kept;
+    }
+
+    /**
+     * Waits up to {@code nanos} for a wake: the {@link Hint}, a {@link Delivered} item, or an {@link Outcome}. A
+     * fetch that stops waiting while reserved settles the reservation first, so an item handed over meanwhile is
+     * returned rather than left leased.
+     */
     Object await(long nanos) {
+        pending.compareAndSet(null, PARKED);
+        Outcome stopped = null;
         try {
             if (!permit.tryAcquire(Math.max(0, nanos), TimeUnit.NANOSECONDS)) {
-                return Outcome.TIMEOUT;
+                stopped = Outcome.TIMEOUT;
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return Outcome.INTERRUPTED;
+            stopped = Outcome.INTERRUPTED;
         }
-        if (closed) {
-            return Outcome.CLOSED;
+        if (stopped == null && closed && pending.get() != DELIVERED) {
+            stopped = Outcome.CLOSED;
         }
-        Hint h = pending.getAndSet(null);
-        return h != null ? h : Outcome.TIMEOUT;
+        if (stopped != null) {
+            return giveUp(stopped);
+        }
+        Object p = pending.getAndSet(null);
+        if (p == DELIVERED) {
+            return new Delivered(takeHanded());
+        }
+        return p instanceof Hint h ? h : Outcome.TIMEOUT;
     }
 
-    /** The wake that arrived but was never used (the fetch ended first), or null. */
-    Hint takeUnused() {
-        Hint h = pending.getAndSet(null);
+    /** Leaves the parked state; an item already handed over is still returned, a reservation is refused. */
+    private Object giveUp(Outcome stopped) {
+        while (true) {
+            Object p = pending.get();
+            if (p == DELIVERED) {
+                pending.set(null);
+                permit.tryAcquire();
+                return new Delivered(takeHanded());
+            }
+            if (p == PARKED || p == RESERVED) {
+                if (pending.compareAndSet(p, p == PARKED ? null : GONE)) {
+                    return stopped;
+                }
+            } else {
+                return stopped; // a wake that came too late stays pending; the registry passes it on
+            }
+        }
+    }
+
+    private Object takeHanded() {
+        Object item = handed;
+        handed = null;
+        return item;
+    }
+
+    /** The wakes that arrived but were never used (the fetch ended first): none, one or two. */
+    Hint[] takeUnused() {
+        Object p = pending.getAndSet(null);
+        Hint kept = aside.getAndSet(null);
+        Hint h = p instanceof Hint hint ? hint : null;
         if (h != null) {
             permit.tryAcquire();
         }
-        return h;
+        if (h == null && kept == null) {
+            return NONE;
+        }
+        return h == null ? new Hint[] {kept} : kept == null ? new Hint[] {h} : new Hint[] {h, kept};
     }
 
     void close() {
@@ -65,4 +171,7 @@ final class Waiter {
     }
 
     enum Outcome { TIMEOUT, CLOSED, INTERRUPTED }
+
+    /** An item a writer handed over: the fetch's result, leased to it already. */
+    record Delivered(Object item) {}
 }

@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Predicate;
 
 /**
  * The parked fetches of one provider, per queue, oldest first. A hint wakes at most as many matching waiters as it
@@ -37,7 +38,7 @@ final class WaiterRegistry {
         }
     }
 
-    Waiter register(QueueKind queue, Route route, String operation) {
+    Waiter register(QueueKind queue, Route route, Object takes, String operation) {
         lock.lock();
         try {
             if (closed) {
@@ -48,7 +49,7 @@ final class WaiterRegistry {
                 throw new CapacityExceededException(operation, "already " + size.get() + " fetches are parked, the "
                         + "configured maximum (maxParkedWaiters); retry later or raise the limit");
             }
-            Waiter w = new Waiter(route);
+            Waiter w = new Waiter(route, takes);
             waiters.get(queue).add(w);
             size.incrementAndGet();
             return w;
@@ -67,9 +68,26 @@ final class WaiterRegistry {
         } finally {
             lock.unlock();
         }
-        Hint unused = w.takeUnused();
-        if (unused != null) {
+        for (Hint unused : w.takeUnused()) {
             wake(unused, w, WakeSource.HANDOFF);
+        }
+    }
+
+    /**
+     * Reserves the oldest parked fetch of {@code queue} without a pending wake whose {@link Waiter#takes} the writer's
+     * item {@code fits}; null when there is none.
+     */
+    Waiter reserve(QueueKind queue, Predicate<Object> fits) {
+        lock.lock();
+        try {
+            for (Waiter w : waiters.get(queue)) {
+                if (w.takes != null && fits.test(w.takes) && w.reserve()) {
+                    return w;
+                }
+            }
+            return null;
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -99,6 +117,12 @@ final class WaiterRegistry {
         }
         woken.addAndGet(n);
         return n;
+    }
+
+    /** A reserved fetch was handed its item: counted and signalled as a wake. */
+    void handedOver(QueueKind queue) {
+        signals.waiterWoken(queue, WakeSource.HANDOVER);
+        woken.incrementAndGet();
     }
 
     /** True when a fetch waits on {@code queue} without a pending wake (the fallback probe runs only then). */

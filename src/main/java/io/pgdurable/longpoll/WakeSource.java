@@ -13,7 +13,12 @@ public enum WakeSource {
     /** The one-second fallback probe, or the probe that verifies due lease ends. */
     PROBE("probe"),
     /** A wake another fetch passed on: it could not use it, or it ended before using it. */
-    HANDOFF("handoff");
+    HANDOFF("handoff"),
+    /**
+     * A write of this process leased its item to the parked fetch in the write's own transaction and handed it over:
+     * the fetch returned it without a claim.
+     */
+    HANDOVER("handover");
 
     private final String label;
 

@@ -72,6 +72,16 @@ final class Leases {
                 "pgdurable: could not release an undecodable work item; its lease expires on its own: {}");
     }
 
+    /**
+     * An item leased to a parked fetch that stopped waiting before the hand-over: released at once, its attempt not
+     * counted, so the next claim sees it as never delivered.
+     */
+    void releaseRefusedHandOver(String token) {
+        releaseQuietly(() -> abandonWorkItem(token, null, true),
+                "pgdurable: could not release an item whose parked fetch had stopped waiting; its lease expires on "
+                        + "its own: {}");
+    }
+
     /** The lease expires on its own, so a failed release is only logged: the caller reports the real error. */
     private static void releaseQuietly(Runnable release, String warning) {
         try {

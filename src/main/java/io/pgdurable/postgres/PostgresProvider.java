@@ -2,6 +2,7 @@ package io.pgdurable.postgres;
 
 import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
 import static io.pgdurable.postgres.SqlRunner.singleInt;
+import static io.pgdurable.postgres.SqlRunner.strings;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -33,11 +34,13 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import io.pgdurable.longpoll.Announcer;
@@ -88,6 +91,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final OrchestrationClaimer orchestrations;
     private final BatchFetcher batchFetcher;
     private final BatchEnqueuer batchEnqueuer;
+    private final HandOver handOver;
     /** Turns handed out by this provider and not yet ended; consulted only with long polling (local wakes). */
     private final TurnsInProgress turns = new TurnsInProgress();
     /** Acks in one call per list ({@link #ackWorkItems}) and, with {@code ackBatchSize} above 1, grouped single acks. */
@@ -183,6 +187,8 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.announcer = announcing;
         this.leases = new Leases(db, sql, clock, announcer::announce);
         this.orchestrations = new OrchestrationClaimer(db, sql, clock, leases);
+        this.handOver = new HandOver(config.handOverToParkedFetches() && !config.transactionalNotify() ? longPoller
+                : null, leases, announcer::announce);
         this.batchFetcher = new BatchFetcher(db, sql, clock, leases, config.fetchBatchMaxBytes(), longPoller,
                 announcer::announce);
         this.batchEnqueuer = new BatchEnqueuer(db, sql, payloads, clock, config.enqueueChunkItems(),
@@ -415,12 +421,23 @@ public final class PostgresProvider implements OrchestrationProvider {
                 metadata, cancelledActivities);
         // What the turn's own items make claimable is known before the ack; messages that arrived during the turn
         // (lateMessagesAt) only from its result, so those always take the announcer's path.
-        List<Hint> itemHints = Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, null);
-        List<String> inline = announcer.inlinePayloads(itemHints, now);
+        // Activities handed over to this provider's parked fetches are leased in the turn's transaction: nobody else
+        // is told of them, and the turn's announcement then always takes the announcer's path.
+        HandOver.Plan plan = handOver.reserve(workerItems);
+        List<WorkItem> announcedWorkers = plan.unhanded(workerItems);
+        List<Hint> itemHints = Announcements.turn(now, announcedWorkers, t.orchInstances, t.orchVisibleAt, null);
+        List<String> inline = plan.isEmpty() ? announcer.inlinePayloads(itemHints, now) : null;
         Long lateMessagesAt;
         try {
-            lateMessagesAt = ackTurn(op, lockToken, now, executionId, metadata, t, inline);
+            if (plan.isEmpty()) {
+                lateMessagesAt = ackTurn(op, lockToken, now, executionId, metadata, t, inline);
+            } else {
+                Set<String> applied = new HashSet<>();
+                lateMessagesAt = ackTurnHandingOver(op, lockToken, now, executionId, metadata, t, plan, applied);
+                handOver.delivered(plan, workerItems, now, applied);
+            }
         } catch (RuntimeException e) {
+            handOver.failed(plan);
             endTurn(lockToken, now);
             throw e;
         }
@@ -428,8 +445,8 @@ public final class PostgresProvider implements OrchestrationProvider {
         // that announcement leads to or given here (see TurnsInProgress).
         boolean deferred = longPoller != null && turns.end(lockToken);
         if (inline == null) {
-            announcer.announce(Announcements.turn(now, workerItems, t.orchInstances, t.orchVisibleAt, lateMessagesAt),
-                    now);
+            announcer.announce(Announcements.turn(now, announcedWorkers, t.orchInstances, t.orchVisibleAt,
+                    lateMessagesAt), now);
         } else {
             announcer.wakeHere(itemHints, now);
             if (lateMessagesAt != null) {
@@ -446,38 +463,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         return call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.ackOrchestrationItem
                     : sql.ackOrchestrationItemNotifying)) {
-                int i = 1;
-                ps.setString(i++, lockToken);
-                ps.setLong(i++, now);
-                ps.setLong(i++, executionId);
-                ps.setArray(i++, c.createArrayOf("bigint", t.eventIds));
-                ps.setArray(i++, c.createArrayOf("text", t.eventTypes));
-                ps.setArray(i++, c.createArrayOf("text", t.eventData));
-                ps.setArray(i++, c.createArrayOf("text", t.workerItems));
-                ps.setArray(i++, c.createArrayOf("text", t.workerInstances));
-                ps.setArray(i++, c.createArrayOf("bigint", t.workerExecutions));
-                ps.setArray(i++, c.createArrayOf("bigint", t.workerActivities));
-                ps.setArray(i++, c.createArrayOf("text", t.workerSessions));
-                ps.setArray(i++, c.createArrayOf("text", t.workerTags));
-                ps.setArray(i++, c.createArrayOf("text", t.orchInstances));
-                ps.setArray(i++, c.createArrayOf("text", t.orchKinds));
-                ps.setArray(i++, c.createArrayOf("text", t.orchItems));
-                ps.setArray(i++, c.createArrayOf("bigint", t.orchVisibleAt));
-                ps.setString(i++, metadata.status());
-                ps.setString(i++, metadata.output());
-                ps.setString(i++, metadata.orchestrationName());
-                ps.setString(i++, metadata.orchestrationVersion());
-                ps.setString(i++, metadata.parentInstanceId());
-                setLongOrNull(ps, i++, t.pinnedVersion);
-                ps.setInt(i++, t.customStatusAction);
-                ps.setString(i++, t.customStatus);
-                ps.setArray(i++, c.createArrayOf("text", t.kvOps));
-                ps.setArray(i++, c.createArrayOf("text", t.kvKeys));
-                ps.setArray(i++, c.createArrayOf("text", t.kvValues));
-                ps.setArray(i++, c.createArrayOf("bigint", t.kvUpdatedMs));
-                ps.setArray(i++, c.createArrayOf("text", t.cancelInstances));
-                ps.setArray(i++, c.createArrayOf("bigint", t.cancelExecutions));
-                ps.setArray(i++, c.createArrayOf("bigint", t.cancelActivities));
+                int i = bindTurn(c, ps, lockToken, now, executionId, metadata, t);
                 bindInline(c, ps, i, inline);
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
@@ -486,6 +472,65 @@ public final class PostgresProvider implements OrchestrationProvider {
                 }
             }
         });
+    }
+
+    /** {@link #ackTurn} leasing the planned activities to their fetches' tokens; those applied go to {@code applied}. */
+    private Long ackTurnHandingOver(String op, String lockToken, long now, long executionId,
+                                    ExecutionMetadata metadata, TurnEncoder t, HandOver.Plan plan,
+                                    Set<String> applied) {
+        return call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.ackOrchestrationItemHandingOver)) {
+                int i = bindTurn(c, ps, lockToken, now, executionId, metadata, t);
+                ps.setArray(i++, c.createArrayOf("text", plan.tokens));
+                ps.setArray(i, c.createArrayOf("bigint", plan.lockMs));
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    long next = rs.getLong(1);
+                    Long nextVisible = rs.wasNull() ? null : next;
+                    applied.clear();
+                    applied.addAll(Arrays.asList(strings(rs.getArray(2))));
+                    return nextVisible;
+                }
+            }
+        });
+    }
+
+    /** Binds a turn's 31 arguments from the first; returns the next parameter index. */
+    private static int bindTurn(Connection c, PreparedStatement ps, String lockToken, long now, long executionId,
+                                ExecutionMetadata metadata, TurnEncoder t) throws SQLException {
+        int i = 1;
+        ps.setString(i++, lockToken);
+        ps.setLong(i++, now);
+        ps.setLong(i++, executionId);
+        ps.setArray(i++, c.createArrayOf("bigint", t.eventIds));
+        ps.setArray(i++, c.createArrayOf("text", t.eventTypes));
+        ps.setArray(i++, c.createArrayOf("text", t.eventData));
+        ps.setArray(i++, c.createArrayOf("text", t.workerItems));
+        ps.setArray(i++, c.createArrayOf("text", t.workerInstances));
+        ps.setArray(i++, c.createArrayOf("bigint", t.workerExecutions));
+        ps.setArray(i++, c.createArrayOf("bigint", t.workerActivities));
+        ps.setArray(i++, c.createArrayOf("text", t.workerSessions));
+        ps.setArray(i++, c.createArrayOf("text", t.workerTags));
+        ps.setArray(i++, c.createArrayOf("text", t.orchInstances));
+        ps.setArray(i++, c.createArrayOf("text", t.orchKinds));
+        ps.setArray(i++, c.createArrayOf("text", t.orchItems));
+        ps.setArray(i++, c.createArrayOf("bigint", t.orchVisibleAt));
+        ps.setString(i++, metadata.status());
+        ps.setString(i++, metadata.output());
+        ps.setString(i++, metadata.orchestrationName());
+        ps.setString(i++, metadata.orchestrationVersion());
+        ps.setString(i++, metadata.parentInstanceId());
+        setLongOrNull(ps, i++, t.pinnedVersion);
+        ps.setInt(i++, t.customStatusAction);
+        ps.setString(i++, t.customStatus);
+        ps.setArray(i++, c.createArrayOf("text", t.kvOps));
+        ps.setArray(i++, c.createArrayOf("text", t.kvKeys));
+        ps.setArray(i++, c.createArrayOf("text", t.kvValues));
+        ps.setArray(i++, c.createArrayOf("bigint", t.kvUpdatedMs));
+        ps.setArray(i++, c.createArrayOf("text", t.cancelInstances));
+        ps.setArray(i++, c.createArrayOf("bigint", t.cancelExecutions));
+        ps.setArray(i++, c.createArrayOf("bigint", t.cancelActivities));
+        return i;
     }
 
     @Override
@@ -660,6 +705,11 @@ public final class PostgresProvider implements OrchestrationProvider {
                     + "ActivityExecute goes to the worker queue");
         }
         long now = clock.millis();
+        HandOver.Plan plan = handOver.reserve(List.of(item));
+        if (!plan.isEmpty()) {
+            enqueueHandedOver(op, json, now, a, plan);
+            return;
+        }
         List<Hint> hints = Announcements.workerItems(now, List.of(a));
         List<String> inline = announcer.inlinePayloads(hints, now);
         call(op, c -> {
@@ -678,6 +728,31 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         announced(hints, now, inline);
+    }
+
+    /** The enqueue of an item leased to a parked fetch of this provider, then handed to it (no announcement). */
+    private void enqueueHandedOver(String op, String json, long now, WorkItem.ActivityExecute a, HandOver.Plan plan) {
+        try {
+            call(op, c -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItemLeased)) {
+                    ps.setString(1, json);
+                    ps.setLong(2, now);
+                    ps.setString(3, a.instance());
+                    ps.setLong(4, a.executionId());
+                    ps.setLong(5, a.id());
+                    ps.setString(6, a.sessionId());
+                    ps.setString(7, a.tag());
+                    ps.setString(8, plan.tokens[0]);
+                    ps.setLong(9, plan.lockMs[0]);
+                    ps.execute();
+                    return null;
+                }
+            });
+        } catch (RuntimeException e) {
+            handOver.failed(plan);
+            throw e;
+        }
+        handOver.delivered(plan, List.of(a), now, Set.of(plan.tokens[0]));
     }
 
     // ------------------------------------------------------------------------------------------ batched enqueue
@@ -716,7 +791,8 @@ public final class PostgresProvider implements OrchestrationProvider {
         Supplier<Optional<FetchedWorkItem>> claim = () -> claimWorkItem(op, request);
         return longPoller == null ? claim.get()
                 : longPoller.fetch(QueueKind.WORKER, Route.worker(tagFilter, session != null),
-                        Arrays.asList(tagFilter, session == null ? null : session.ownerId()), pollTimeout, op, claim);
+                        Arrays.asList(tagFilter, session == null ? null : session.ownerId()),
+                        handOver.takerFor(request, tagFilter), pollTimeout, op, claim);
     }
 
     /**

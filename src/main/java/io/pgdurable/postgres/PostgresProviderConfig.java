@@ -44,6 +44,7 @@ public final class PostgresProviderConfig {
     private final boolean transactionalNotify;
     private final boolean inlineNotifyWhenIdle;
     private final boolean asyncClaimCommit;
+    private final boolean handOverToParkedFetches;
     private final String listenerUrl;
     private final boolean transactionPooler;
     private final String directUrl;
@@ -90,6 +91,7 @@ public final class PostgresProviderConfig {
         this.transactionalNotify = b.transactionalNotify;
         this.inlineNotifyWhenIdle = b.inlineNotifyWhenIdle;
         this.asyncClaimCommit = b.asyncClaimCommit;
+        this.handOverToParkedFetches = b.handOverToParkedFetches;
         this.listenerUrl = b.listenerUrl;
         this.transactionPooler = b.transactionPooler;
         this.directUrl = b.directUrl;
@@ -135,6 +137,7 @@ public final class PostgresProviderConfig {
         b.transactionalNotify = transactionalNotify;
         b.inlineNotifyWhenIdle = inlineNotifyWhenIdle;
         b.asyncClaimCommit = asyncClaimCommit;
+        b.handOverToParkedFetches = handOverToParkedFetches;
         b.listenerUrl = listenerUrl;
         b.transactionPooler = transactionPooler;
         b.directUrl = directUrl;
@@ -223,6 +226,11 @@ public final class PostgresProviderConfig {
     /** Whether claims commit without waiting for their WAL flush (see the builder). */
     public boolean asyncClaimCommit() {
         return asyncClaimCommit;
+    }
+
+    /** Whether this provider's worker writes lease their items to its own parked fetches (see the builder). */
+    public boolean handOverToParkedFetches() {
+        return handOverToParkedFetches;
     }
 
     /**
@@ -329,6 +337,7 @@ public final class PostgresProviderConfig {
                 + (transactionalNotify ? ", transactionalNotify=true" : "")
                 + (inlineNotifyWhenIdle ? "" : ", inlineNotifyWhenIdle=false")
                 + (asyncClaimCommit ? "" : ", asyncClaimCommit=false")
+                + (handOverToParkedFetches ? "" : ", handOverToParkedFetches=false")
                 + (transactionPooler ? ", transactionPooler=true" : "")
                 + (directUrl != null ? ", directUrl=" + redactUrl(directUrl) : "")
                 + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
@@ -369,6 +378,7 @@ public final class PostgresProviderConfig {
         private boolean transactionalNotify;
         private boolean inlineNotifyWhenIdle = true;
         private boolean asyncClaimCommit = true;
+        private boolean handOverToParkedFetches = true;
         private String listenerUrl;
         private boolean transactionPooler;
         private String directUrl;
@@ -519,6 +529,21 @@ public final class PostgresProviderConfig {
          */
         public Builder asyncClaimCommit(boolean enabled) {
             this.asyncClaimCommit = enabled;
+            return this;
+        }
+
+        /**
+         * Whether a worker item this provider writes — {@code enqueueForWorker}, and the activities a turn schedules
+         * in {@code ackOrchestrationItem} — goes straight to one of this provider's own parked {@code fetchWorkItem}
+         * calls when one is waiting for it (default true; long polling only). The item is written already leased to
+         * that fetch (its lock timeout, attempt 1) in the write's own transaction, and the fetch returns it after the
+         * commit without a claim: the wake costs no statement and no round trip (docs/long-polling.md, "Hand-over").
+         * Items with a session, batched fetches and fetches with a session configuration always claim. Should the
+         * fetch stop waiting before the hand-over, the writer releases the item at once. No effect with
+         * {@code transactionalNotify}. False: every parked fetch claims after its wake, as before.
+         */
+        public Builder handOverToParkedFetches(boolean enabled) {
+            this.handOverToParkedFetches = enabled;
             return this;
         }
 

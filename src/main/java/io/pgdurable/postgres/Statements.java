@@ -27,6 +27,9 @@ final class Statements {
     final String enqueueOrchestratorItemNotifying;
     final String ackWorkItemNotifying;
     final String ackOrchestrationItemNotifying;
+    /** The writes of a hand-over (V13): the item, or some of the turn's items, leased to parked fetches of ours. */
+    final String enqueueWorkerItemLeased;
+    final String ackOrchestrationItemHandingOver;
     final String renewWorkItemLock;
     final String abandonWorkItem;
     final String renewSessionLocks;
@@ -96,6 +99,9 @@ final class Statements {
         renewOrchestrationItemLock = "SELECT " + s + "renew_orchestration_item_lock(" + marked(3, 2, mark) + ")";
         enqueueOrchestratorItem = "SELECT " + s + "enqueue_orchestrator_item(" + marked(5, 5, mark) + ")";
         enqueueWorkerItem = "SELECT " + s + "enqueue_worker_item(" + marked(7, 2, mark) + ")";
+        enqueueWorkerItemLeased = "SELECT " + s + "enqueue_worker_item_leased(" + marked(9, 2, mark) + ")";
+        ackOrchestrationItemHandingOver = "SELECT * FROM " + s + "ack_orchestration_turn_handing_over("
+                + marked(33, 2, mark) + ")";
         fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(" + marked(7, 1, claimMark) + ")";
         ackWorkItem = "SELECT " + s + "ack_work_item(" + marked(5, 2, mark) + ")";
         ackAndFetchWorkItem = "SELECT * FROM " + s + "ack_and_fetch_work_item(" + marked(11, 2, mark) + ")";

@@ -1,0 +1,256 @@
+package io.pgdurable.postgres.longpoll;
+
+import static io.pgdurable.postgres.longpoll.LongPollHarness.LONG_LOCK;
+import static io.pgdurable.postgres.longpoll.LongPollHarness.ORCH;
+import static io.pgdurable.postgres.longpoll.LongPollHarness.VERSION;
+import static io.pgdurable.postgres.longpoll.LongPollHarness.activity;
+import static io.pgdurable.postgres.longpoll.LongPollHarness.open;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.pgdurable.longpoll.QueueKind;
+import io.pgdurable.longpoll.Reservation;
+import io.pgdurable.longpoll.WakeSource;
+import io.pgdurable.postgres.MigrationPolicy;
+import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.ScheduledActivityIdentifier;
+import io.pgdurable.spi.SessionFetchConfig;
+import io.pgdurable.spi.TagFilter;
+import io.pgdurable.spi.WorkItem;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Hand-over: worker items this provider writes go to its own parked fetches already leased, without a claim
+ * (docs/long-polling.md, "Hand-over"). Every test checks the lease in the table, not only what the fetch returned.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class HandOverTest {
+    private static final Duration POLL = Duration.ofSeconds(10);
+    private static final Duration GET = Duration.ofSeconds(10);
+
+    @Test
+    void a_parked_fetch_gets_an_enqueued_item_already_leased_to_it() throws Exception {
+        try (LongPollHarness h = open("hoenq")) {
+            PostgresProvider p = h.provider;
+            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
+            int wakes = (int) h.signals.wakes();
+            WorkItem.ActivityExecute item = activity("ho-1", 1);
+            long before = System.currentTimeMillis();
+            p.enqueueForWorker(item);
+            long after = System.currentTimeMillis();
+            FetchedWorkItem got = w.get(GET).orElseThrow();
+            assertEquals(item, got.item());
+            assertEquals(1, got.attemptCount());
+            assertEquals(List.of(WakeSource.HANDOVER), h.signals.wakeSourcesSince(wakes));
+            Lease lease = lease(h.schema, "ho-1");
+            assertEquals(got.lockToken(), lease.token());
+            assertEquals(1, lease.attempts());
+            assertTrue(lease.untilMs() >= before + LONG_LOCK.toMillis()
+                    && lease.untilMs() <= after + LONG_LOCK.toMillis(), "lease end " + lease.untilMs()
+                    + " is the fetch's lock time from the enqueue [" + before + ", " + after + "]");
+            p.ackWorkItem(got.lockToken(), null);
+            assertNull(lease(h.schema, "ho-1"), "acked: the row is gone");
+        }
+    }
+
+    @Test
+    void the_activities_a_turn_schedules_go_to_parked_fetches_and_the_rest_is_claimed_once() throws Exception {
+        try (LongPollHarness h = open("hoturn")) {
+            PostgresProvider p = h.provider;
+            h.startInstance("ho-turn");
+            p.enqueueForOrchestrator(LongPollHarness.event("ho-turn", "go"), null);
+            FetchedOrchestration turn = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            BackgroundFetch<FetchedWorkItem> a = h.parkWorker("worker-a", POLL);
+            BackgroundFetch<FetchedWorkItem> b = h.parkWorker("worker-b", POLL);
+            int wakes = (int) h.signals.wakes();
+            List<WorkItem> scheduled = List.of(activity("ho-turn", 1), activity("ho-turn", 2),
+                    activity("ho-turn", 3));
+            p.ackOrchestrationItem(turn.lockToken(), turn.item().executionId(), List.of(), scheduled, List.of(),
+                    ExecutionMetadata.of(ORCH, VERSION), List.of());
+            Set<WorkItem> delivered = new HashSet<>();
+            for (BackgroundFetch<FetchedWorkItem> w : List.of(a, b)) {
+                FetchedWorkItem got = w.get(GET).orElseThrow();
+                assertEquals(1, got.attemptCount());
+                assertEquals(got.lockToken(), lease(h.schema, "ho-turn", ((WorkItem.ActivityExecute) got.item()).id())
+                        .token());
+                assertTrue(delivered.add(got.item()), "handed over twice: " + got.item());
+            }
+            assertEquals(List.of(WakeSource.HANDOVER, WakeSource.HANDOVER), h.signals.wakeSourcesSince(wakes));
+            FetchedWorkItem third = p.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+            assertTrue(delivered.add(third.item()), "claimed again: " + third.item());
+            assertEquals(Set.copyOf(scheduled), delivered);
+            assertTrue(p.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any()).isEmpty());
+        }
+    }
+
+    @Test
+    void an_activity_the_turn_also_cancels_is_not_handed_over_and_the_fetch_waits_on() throws Exception {
+        try (LongPollHarness h = open("hocancel", b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
+            PostgresProvider p = h.provider;
+            h.startInstance("ho-cancel");
+            p.enqueueForOrchestrator(LongPollHarness.event("ho-cancel", "go"), null);
+            FetchedOrchestration turn = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
+            p.ackOrchestrationItem(turn.lockToken(), turn.item().executionId(), List.of(),
+                    List.of(activity("ho-cancel", 1)), List.of(), ExecutionMetadata.of(ORCH, VERSION),
+                    List.of(new ScheduledActivityIdentifier("ho-cancel", 1, 1)));
+            assertNull(lease(h.schema, "ho-cancel"), "scheduled and cancelled in one turn: absent");
+            w.awaitParked(Duration.ofSeconds(5));
+            assertFalse(w.isDone(), "the fetch still waits");
+            WorkItem.ActivityExecute next = activity("ho-cancel-next", 1);
+            p.enqueueForWorker(next);
+            assertEquals(next, w.get(GET).orElseThrow().item());
+        }
+    }
+
+    @Test
+    void items_a_parked_fetch_cannot_take_are_written_unleased_and_claimed_as_before() throws Exception {
+        try (LongPollHarness h = open("hofilter", b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
+            PostgresProvider p = h.provider;
+            BackgroundFetch<FetchedWorkItem> gpu = h.parkWorker("gpu", POLL, null, TagFilter.tags("gpu"));
+            BackgroundFetch<FetchedWorkItem> sessions = h.parkWorker("sessions", POLL,
+                    new SessionFetchConfig("owner-1", LONG_LOCK), TagFilter.any());
+            // Untagged: the gpu fetch does not take it; the session-capable fetch takes wakes but never hand-overs.
+            p.enqueueForWorker(activity("ho-plain", 1));
+            FetchedWorkItem claimed = sessions.get(GET).orElseThrow();
+            assertEquals("ho-plain", ((WorkItem.ActivityExecute) claimed.item()).instance());
+            assertFalse(gpu.isDone(), "the gpu fetch is not woken for an untagged item");
+            // A session item is never handed over, even to a fetch whose filter matches it.
+            BackgroundFetch<FetchedWorkItem> any = h.parkWorker("any", POLL);
+            int wakes = (int) h.signals.wakes();
+            p.enqueueForWorker(activity("ho-session", 1, "s-1", null));
+            Lease lease = lease(h.schema, "ho-session");
+            assertNotNull(lease);
+            assertNull(lease.token(), "a session item is written unleased");
+            assertFalse(h.signals.wakeSourcesSince(wakes).contains(WakeSource.HANDOVER));
+            // A tagged item goes to the gpu fetch.
+            p.enqueueForWorker(activity("ho-gpu", 1, null, "gpu"));
+            FetchedWorkItem tagged = gpu.get(GET).orElseThrow();
+            assertEquals("ho-gpu", ((WorkItem.ActivityExecute) tagged.item()).instance());
+            assertEquals(tagged.lockToken(), lease(h.schema, "ho-gpu").token());
+            any.interrupt();
+            assertTrue(any.get(GET).isEmpty(), "the untagged fetch had nothing to take");
+        }
+    }
+
+    @Test
+    void a_fetch_that_stops_waiting_before_the_hand_over_leaves_the_item_claimable_and_unattempted()
+            throws Exception {
+        Duration shortPoll = Duration.ofMillis(500);
+        try (LongPollHarness h = open("hogone", b -> b.fallbackPollInterval(Duration.ofSeconds(30)));
+             Connection locker = TestDatabase.connect()) {
+            PostgresProvider p = h.provider;
+            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", shortPoll);
+            locker.setAutoCommit(false);
+            try (Statement st = locker.createStatement()) {
+                // Holds back every insert into the queue: the enqueue reserves the fetch, then waits here.
+                st.execute("LOCK TABLE \"" + h.schema + "\".worker_queue IN SHARE ROW EXCLUSIVE MODE");
+            }
+            CompletableFuture<Void> enqueue = CompletableFuture.runAsync(
+                    () -> p.enqueueForWorker(activity("ho-gone", 1)));
+            Waits.until(() -> waitingOnLock(h.schema), Duration.ofSeconds(5), () -> "the enqueue to wait on the lock");
+            assertTrue(w.get(GET).isEmpty(), "the reserved fetch timed out empty");
+            locker.rollback();
+            enqueue.get(10, TimeUnit.SECONDS);
+            Lease lease = lease(h.schema, "ho-gone");
+            assertNotNull(lease, "the item is stored");
+            assertNull(lease.token(), "released at once: leased to nobody");
+            assertEquals(0, lease.attempts(), "the refused hand-over is not an attempt");
+            FetchedWorkItem got = p.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+            assertEquals(1, got.attemptCount());
+        }
+    }
+
+    @Test
+    void a_wake_arriving_while_the_fetch_is_reserved_is_kept_and_used_when_the_reservation_ends() throws Exception {
+        try (LongPollHarness h = open("hoaside", b -> b.fallbackPollInterval(Duration.ofSeconds(30)));
+             PostgresProvider other = PostgresProvider.create(TestDatabase.config(h.schema)
+                     .migrationPolicy(MigrationPolicy.VERIFY_ONLY).longPolling(false).poolSize(2).build())) {
+            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
+            Reservation r = h.poller().reserve(QueueKind.WORKER, takes -> true);
+            assertNotNull(r, "a parked fetch that takes hand-overs can be reserved");
+            assertNull(h.poller().reserve(QueueKind.WORKER, takes -> true), "one reservation per fetch");
+            int notifications = h.signals.notificationCount();
+            other.enqueueForWorker(activity("ho-aside", 1)); // another process: its wake comes by NOTIFY
+            h.signals.await(() -> h.signals.notificationCount() > notifications, Duration.ofSeconds(5),
+                    "the notification of the other provider's enqueue");
+            assertFalse(w.isDone(), "reserved: the fetch does not claim for the wake yet");
+            r.cancel();
+            FetchedWorkItem got = w.get(GET).orElseThrow();
+            assertEquals("ho-aside", ((WorkItem.ActivityExecute) got.item()).instance());
+        }
+    }
+
+    @Test
+    void with_hand_over_off_a_parked_fetch_is_woken_and_claims() throws Exception {
+        try (LongPollHarness h = open("hooff", b -> b.handOverToParkedFetches(false))) {
+            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
+            int wakes = (int) h.signals.wakes();
+            h.provider.enqueueForWorker(activity("ho-off", 1));
+            FetchedWorkItem got = w.get(GET).orElseThrow();
+            assertEquals(1, got.attemptCount());
+            assertEquals(List.of(WakeSource.ANNOUNCEMENT), h.signals.wakeSourcesSince(wakes));
+            assertNull(h.poller().reserve(QueueKind.WORKER, takes -> true), "nothing parked that takes hand-overs");
+        }
+    }
+
+    // ------------------------------------------------------------------ the table's view
+
+    private record Lease(String token, Long untilMs, int attempts) {}
+
+    /** The worker row of {@code instance} (activity 1), or null when there is none. */
+    private static Lease lease(String schema, String instance) throws SQLException {
+        return lease(schema, instance, 1);
+    }
+
+    private static Lease lease(String schema, String instance, long activity) throws SQLException {
+        try (Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT lock_token, locked_until_ms, attempt_count FROM \""
+                     + schema + "\".worker_queue WHERE instance_id = ? AND activity_id = ?")) {
+            ps.setString(1, instance);
+            ps.setLong(2, activity);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return null;
+                }
+                long until = rs.getLong(2);
+                Lease l = new Lease(rs.getString(1), rs.wasNull() ? null : until, rs.getInt(3));
+                assertFalse(rs.next(), "one row per activity");
+                return l;
+            }
+        }
+    }
+
+    private static boolean waitingOnLock(String schema) {
+        try (Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM pg_stat_activity "
+                     + "WHERE wait_event_type = 'Lock' AND query LIKE ?")) {
+            ps.setString(1, "%" + schema + "%enqueue_worker_item_leased%");
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1) > 0;
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
