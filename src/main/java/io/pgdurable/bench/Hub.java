@@ -40,6 +40,7 @@ final class Hub implements AutoCloseable {
                 .clock(clock)
                 .maxParkedWaiters(4096)
                 .inlineNotifyWhenIdle(!Boolean.getBoolean("pgdurable.bench.noInlineNotify"))
+                .handOverToParkedFetches(!Boolean.getBoolean("pgdurable.bench.noHandOver"))
                 .longPollSignals(signals);
         PostgresProvider provider = PostgresProvider.create(tune.apply(mode.configure(b)).build());
         Hub hub = new Hub(mode, schema, provider, clock, signals);

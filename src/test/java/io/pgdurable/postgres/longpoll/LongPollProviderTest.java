@@ -740,7 +740,8 @@ class LongPollProviderTest {
 
     @Test
     void one_item_wakes_at_most_two_of_sixteen_parked_fetches() {
-        try (LongPollHarness h = open("lpwakes", b -> b.poolSize(6)
+        // The announcement's routing is the subject: no hand-over (HandOverTest), so every item is announced.
+        try (LongPollHarness h = open("lpwakes", b -> b.poolSize(6).handOverToParkedFetches(false)
                 .fallbackPollInterval(Duration.ofSeconds(30)))) {
             PostgresProvider p = h.provider;
             LongPoller poller = h.poller();
@@ -807,7 +808,8 @@ class LongPollProviderTest {
 
     @Test
     void own_writes_wake_local_fetches_once_and_other_providers_by_notify() {
-        try (LongPollHarness h = open("lpown", NO_FALLBACK);
+        // The announcement and its echo are the subject: no hand-over (HandOverTest), so the local item is announced.
+        try (LongPollHarness h = open("lpown", b -> NO_FALLBACK.apply(b).handOverToParkedFetches(false));
              LongPollHarness other = onSchema(h.schema, NO_FALLBACK)) {
             h.warmUp();
             LongPoller poller = h.poller();
