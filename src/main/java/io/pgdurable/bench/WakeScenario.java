@@ -52,7 +52,9 @@ final class WakeScenario extends PairedScenario {
                 + "its wake travels by NOTIFY). "
                 + "Latency = the dispatcher's clock when fetch returns the item minus the producer's clock when the "
                 + "enqueue call returned (after its commit). A negative sample means the fetch returned before the "
-                + "enqueue call did. Reference series idleClaim (no wake involved): once the dispatchers stopped, "
+                + "enqueue call did. With long polling the own provider's worker items are handed over to the parked "
+                + "dispatcher, leased in the enqueue's transaction, so that series has no claim (handOverToParkedFetches; "
+                + "-Dpgdurable.bench.noHandOver=true measures the claim instead). Reference series idleClaim (no wake involved): once the dispatchers stopped, "
                 + "an item is enqueued through the second provider, 10-30 ms later the dispatchers' provider claims "
                 + "it with a fetch that does not wait; its latency is that claim's round trip, the last step of "
                 + "every wake, on connections idle for as long as a parked dispatcher's.";

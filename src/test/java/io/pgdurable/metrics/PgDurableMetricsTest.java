@@ -213,7 +213,8 @@ class PgDurableMetricsTest {
     @Test
     void a_parked_fetch_woken_by_another_process_counts_a_notification_wake_and_a_local_one_an_announcement() {
         newSchema();
-        PostgresProvider p = openMeasured(longPolling());
+        // Hand-over off: the own write is announced (the hand-over's wake is the next test's subject).
+        PostgresProvider p = openMeasured(longPolling().handOverToParkedFetches(false));
         PostgresProvider other = open(TestDatabase.config(schema)); // announces by NOTIFY: the schema is activated
         awaitValue("listener up", 1, () -> gauge("pgdurable.listener.up"));
 
@@ -238,6 +239,21 @@ class PgDurableMetricsTest {
         await("announcements sent to the other provider", Duration.ofSeconds(5),
                 () -> counter("pgdurable.announcements.sent", "path", "announcer")
                         + counter("pgdurable.announcements.sent", "path", "inline") >= 1);
+    }
+
+    @Test
+    void a_parked_fetch_given_an_own_write_by_hand_over_counts_a_handover_wake_and_no_announcement() {
+        newSchema();
+        PostgresProvider p = openMeasured(longPolling());
+        awaitValue("listener up", 1, () -> gauge("pgdurable.listener.up"));
+        Future<Optional<FetchedWorkItem>> parked = parkFetch(p, 0);
+        p.enqueueForWorker(activity(1));
+        FetchedWorkItem got = get(parked).orElseThrow(() -> new AssertionError("the hand-over did not reach it"));
+        assertEquals(1, got.attemptCount());
+        assertEquals(1, wakes("worker", "handover"));
+        assertEquals(0, wakes("worker", "announcement"));
+        assertEquals(0, counter("pgdurable.wakes.useless", "queue", "worker"));
+        p.ackWorkItem(got.lockToken(), null);
     }
 
     @Test
