@@ -83,9 +83,10 @@ final class LeaseScenario extends PairedScenario {
             for (int i = 0; i < samples; i++) {
                 p.enqueueForWorker(new WorkItem.ActivityExecute("lease", 1, i, "Lease", "{}"));
                 int lease = LEASE_MIN_MS + ThreadLocalRandom.current().nextInt(LEASE_MAX_MS - LEASE_MIN_MS + 1);
+                hub.clock().mark();
                 Optional<FetchedWorkItem> crashed = p.fetchWorkItem(Duration.ofMillis(lease), Duration.ZERO, null,
                         TagFilter.defaultOnly());
-                long leaseEnd = hub.clock().lastOnThisThread() + lease;
+                long leaseEnd = hub.clock().firstSinceMark() + lease;
                 if (crashed.isEmpty()) {
                     throw new IllegalStateException("lease: the crashing worker found no item");
                 }

@@ -6,17 +6,23 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 
 /**
- * The system clock, remembering per thread the last millisecond value it handed out. Given to a provider, it tells
- * the benchmark the exact {@code now} an operation passed into SQL (an enqueue's visibility base, a claim's lease
- * start): every provider operation reads the application clock once, on the calling thread, before its SQL call.
+ * The system clock, remembering per thread the first millisecond value it handed out since the thread's last
+ * {@link #mark()}. Given to a provider, it tells the benchmark the exact {@code now} an operation passed into SQL (an
+ * enqueue's visibility base, a claim's lease start): every provider operation reads the application clock on the
+ * calling thread before its SQL call, and that read is the first one of the call. Later reads of the same call (long
+ * polling arming a timer for the hint the operation produced) are not its {@code now}: taking the last read instead
+ * put visibility times and lease ends a statement's duration late, which showed as early deliveries.
  */
 final class RecordingClock extends Clock {
-    private final ThreadLocal<long[]> last = ThreadLocal.withInitial(() -> new long[] {Long.MIN_VALUE});
+    private final ThreadLocal<long[]> first = ThreadLocal.withInitial(() -> new long[] {Long.MIN_VALUE});
 
     @Override
     public long millis() {
         long now = System.currentTimeMillis();
-        last.get()[0] = now;
+        long[] f = first.get();
+        if (f[0] == Long.MIN_VALUE) {
+            f[0] = now;
+        }
         return now;
     }
 
@@ -25,9 +31,18 @@ final class RecordingClock extends Clock {
         return Instant.ofEpochMilli(millis());
     }
 
-    /** The last value {@link #millis()} returned on this thread. */
-    long lastOnThisThread() {
-        return last.get()[0];
+    /** Starts an operation on this thread: the next {@link #millis()} read is its {@code now}. */
+    void mark() {
+        first.get()[0] = Long.MIN_VALUE;
+    }
+
+    /** The first value {@link #millis()} returned on this thread since {@link #mark()}. */
+    long firstSinceMark() {
+        long f = first.get()[0];
+        if (f == Long.MIN_VALUE) {
+            throw new IllegalStateException("the operation read no clock since the mark");
+        }
+        return f;
     }
 
     @Override

@@ -120,9 +120,10 @@ final class TimerScenario extends PairedScenario {
                     visibleAt.put(i, fireAt);
                     p.enqueueForOrchestrator(new WorkItem.TimerFired(prefix + "t-" + (i / 2), 1, i, fireAt), null);
                 } else {
+                    hub.clock().mark();
                     p.enqueueForOrchestrator(new WorkItem.StartOrchestration(prefix + "d-" + i, NAME, "{}",
                             "1.0.0"), Duration.ofMillis(delay));
-                    visibleAt.put(i, hub.clock().lastOnThisThread() + delay);
+                    visibleAt.put(i, hub.clock().firstSinceMark() + delay);
                 }
                 Pause.sleep(pace(prof));
                 dispatchers.check();
