@@ -715,13 +715,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueWorkerItem
                     : sql.enqueueWorkerItemNotifying)) {
-                ps.setString(1, json);
-                ps.setLong(2, now);
-                ps.setString(3, a.instance());
-                ps.setLong(4, a.executionId());
-                ps.setLong(5, a.id());
-                ps.setString(6, a.sessionId());
-                ps.setString(7, a.tag());
+                bindWorkerItem(ps, json, now, a);
                 bindInline(c, ps, 8, inline);
                 ps.execute();
                 return null;
@@ -730,18 +724,24 @@ public final class PostgresProvider implements OrchestrationProvider {
         announced(hints, now, inline);
     }
 
+    /** Binds an enqueued activity's seven arguments, as both single enqueues take them. */
+    private static void bindWorkerItem(PreparedStatement ps, String json, long now, WorkItem.ActivityExecute a)
+            throws SQLException {
+        ps.setString(1, json);
+        ps.setLong(2, now);
+        ps.setString(3, a.instance());
+        ps.setLong(4, a.executionId());
+        ps.setLong(5, a.id());
+        ps.setString(6, a.sessionId());
+        ps.setString(7, a.tag());
+    }
+
     /** The enqueue of an item leased to a parked fetch of this provider, then handed to it (no announcement). */
     private void enqueueHandedOver(String op, String json, long now, WorkItem.ActivityExecute a, HandOver.Plan plan) {
         try {
             call(op, c -> {
                 try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItemLeased)) {
-                    ps.setString(1, json);
-                    ps.setLong(2, now);
-                    ps.setString(3, a.instance());
-                    ps.setLong(4, a.executionId());
-                    ps.setLong(5, a.id());
-                    ps.setString(6, a.sessionId());
-                    ps.setString(7, a.tag());
+                    bindWorkerItem(ps, json, now, a);
                     ps.setString(8, plan.tokens[0]);
                     ps.setLong(9, plan.lockMs[0]);
                     ps.execute();
