@@ -24,6 +24,11 @@ final class Waiter {
     private static final Object DELIVERED = new Object();
     /** {@link #pending} once the fetch gave up on a reservation: the writer's hand-over is refused. */
     private static final Object GONE = new Object();
+    /**
+     * {@link #pending} once the fetch took its handed-over item: it returns it and claims no more, so a wake offered
+     * before it deregisters goes to another waiter at once rather than through this one's hand-back.
+     */
+    private static final Object FINISHED = new Object();
     private static final Hint[] NONE = new Hint[0];
 
     final Route route;
@@ -119,10 +124,10 @@ final class Waiter {
         if (stopped != null) {
             return giveUp(stopped);
         }
-        Object p = pending.getAndSet(null);
-        if (p == DELIVERED) {
+        if (pending.compareAndSet(DELIVERED, FINISHED)) {
             return new Delivered(takeHanded());
         }
+        Object p = pending.getAndSet(null);
         return p instanceof Hint h ? h : Outcome.TIMEOUT;
     }
 
@@ -131,7 +136,7 @@ final class Waiter {
         while (true) {
             Object p = pending.get();
             if (p == DELIVERED) {
-                pending.set(null);
+                pending.set(FINISHED);
                 permit.tryAcquire();
                 return new Delivered(takeHanded());
             }

@@ -13,10 +13,11 @@ import java.util.Set;
 import java.util.function.BiConsumer;
 
 /**
- * Gives worker items this provider writes straight to its own parked fetches (docs/long-polling.md, "Hand-over"):
- * before the write it reserves a parked fetch per item that one can take, the write leases those items to the
- * fetches' tokens in its own transaction (migration V13), and after the commit each leased item is handed over — or
- * released at once when its fetch stopped waiting in between. A parked fetch thus returns its item without a claim.
+ * Gives items this provider writes straight to its own parked fetches (docs/long-polling.md, "Hand-over"): before
+ * the write it reserves a parked fetch per item that one can take, the write leases those items to the fetches'
+ * tokens in its own transaction (migration V13; for an orchestrator message, V14 claims its instance), and after the
+ * commit each leased item is handed over — or released at once when its fetch stopped waiting in between. A parked
+ * fetch thus returns its item without a claim.
  */
 final class HandOver {
     /** What a parked single-item fetch without a session configuration takes: its claim and its tag filter. */
@@ -24,6 +25,10 @@ final class HandOver {
         boolean fits(WorkItem.ActivityExecute item) {
             return item.sessionId() == null && filter.matches(item.tag());
         }
+    }
+
+    /** What a parked orchestrator fetch takes: its lock time and the version range of its capability filter. */
+    record OrchestrationTaker(long lockMs, Long minVersion, Long maxVersion) {
     }
 
     /** The reservations for one write's items, by item index; {@link #NONE} when nothing is handed over. */
@@ -76,6 +81,24 @@ final class HandOver {
     /** What a fetch passes to {@link LongPoller#fetch} as what it takes: null when it can only claim. */
     Taker takerFor(WorkerClaim claim, TagFilter filter) {
         return poller == null || claim.session() != null ? null : new Taker(claim, filter);
+    }
+
+    /** What an orchestrator fetch passes to {@link LongPoller#fetch}: null when it can only claim. */
+    OrchestrationTaker orchestrationTakerFor(long lockMs, Long minVersion, Long maxVersion) {
+        return poller == null ? null : new OrchestrationTaker(lockMs, minVersion, maxVersion);
+    }
+
+    /**
+     * Reserves a parked orchestrator fetch for a message visible now, or null (none parked, or hand-over off). The
+     * message's instance is claimed for it in the write's transaction only if that fetch could claim it then: the
+     * SQL checks the lock, the start and the version range, and when it cannot, the writer cancels the reservation
+     * and announces the message as usual.
+     */
+    Reservation reserveOrchestration() {
+        if (poller == null || poller.waiting(QueueKind.ORCHESTRATOR) == 0) {
+            return null;
+        }
+        return poller.reserve(QueueKind.ORCHESTRATOR, t -> t instanceof OrchestrationTaker);
     }
 
     /**

@@ -82,6 +82,16 @@ final class Leases {
                         + "its own: {}");
     }
 
+    /**
+     * An instance claimed for a parked orchestrator fetch that stopped waiting before the hand-over: released at
+     * once (which announces its messages), the attempt not counted.
+     */
+    void releaseRefusedOrchestrationHandOver(String token) {
+        releaseQuietly(() -> abandonOrchestrationItem(token, null, true),
+                "pgdurable: could not release an instance whose parked fetch had stopped waiting; its lock expires "
+                        + "on its own: {}");
+    }
+
     /** The lease expires on its own, so a failed release is only logged: the caller reports the real error. */
     private static void releaseQuietly(Runnable release, String warning) {
         try {

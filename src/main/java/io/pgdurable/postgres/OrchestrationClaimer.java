@@ -60,6 +60,41 @@ final class OrchestrationClaimer {
         });
     }
 
+    /**
+     * Writes {@code item} and claims its instance for {@code token} in the same transaction, for a parked fetch of
+     * {@code taker}'s kind (the hand-over). Empty when the instance could not be claimed then (locked, held, not
+     * startable, outside the version range), or when another of its queued messages cannot be decoded: that batch
+     * is given back at once, and the fetch meets the error through its own claim, as it would have without the
+     * hand-over. The write itself is committed either way.
+     */
+    Optional<FetchedOrchestration> enqueueClaiming(String op, WorkItem item, String json, long visibleAt, long now,
+                                                   String token, HandOver.OrchestrationTaker taker) {
+        return db.call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.enqueueOrchestratorItemClaiming)) {
+                ps.setString(1, item.instance());
+                ps.setString(2, item.kind());
+                ps.setString(3, json);
+                ps.setLong(4, visibleAt);
+                ps.setLong(5, now);
+                ps.setString(6, token);
+                ps.setLong(7, taker.lockMs());
+                setLongOrNull(ps, 8, taker.minVersion());
+                setLongOrNull(ps, 9, taker.maxVersion());
+                try (ResultSet rs = ps.executeQuery()) {
+                    logWarnings(ps.getWarnings());
+                    if (!rs.next()) {
+                        return Optional.empty();
+                    }
+                    try {
+                        return Optional.of(read(rs, token));
+                    } catch (ProviderException undecodable) {
+                        return Optional.empty();
+                    }
+                }
+            }
+        });
+    }
+
     private FetchedOrchestration read(ResultSet rs, String token) throws SQLException {
         String instance = rs.getString("instance_id");
         String[] messageTexts = strings(rs.getArray("messages"));

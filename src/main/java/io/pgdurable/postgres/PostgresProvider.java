@@ -52,6 +52,7 @@ import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.PgjdbcListener;
 import io.pgdurable.longpoll.PgjdbcNgListener;
 import io.pgdurable.longpoll.QueueKind;
+import io.pgdurable.longpoll.Reservation;
 import io.pgdurable.longpoll.Route;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -405,8 +406,8 @@ public final class PostgresProvider implements OrchestrationProvider {
             return got;
         };
         return longPoller == null ? claim.get()
-                : longPoller.fetch(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, Arrays.asList(min, max), pollTimeout, op,
-                        claim);
+                : longPoller.fetch(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, Arrays.asList(min, max),
+                        handOver.orchestrationTakerFor(lockMs, min, max), pollTimeout, op, claim);
     }
 
     @Override
@@ -606,6 +607,13 @@ public final class PostgresProvider implements OrchestrationProvider {
             visibleAt = Math.max(t.fireAtMs(), visibleAt);
         }
         long visible = visibleAt;
+        if (visible <= now) {
+            Reservation parked = handOver.reserveOrchestration();
+            if (parked != null) {
+                enqueueClaimingFor(parked, op, item, json, visible, now);
+                return;
+            }
+        }
         List<String> inline = announcer.inlinePayloads(Announcements.orchestratorMessage(visible), now);
         call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueOrchestratorItem
@@ -621,6 +629,37 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         announceMessageFor(item.instance(), visible, now, inline != null);
+    }
+
+    /**
+     * The enqueue of a message whose instance is claimed in the same transaction for the reserved parked fetch, then
+     * handed to it with the turn registered and its lease end announced, as a claim would. When the instance could not
+     * be claimed, the message is announced as usual; when the fetch stopped waiting meanwhile, the claim is released.
+     */
+    private void enqueueClaimingFor(Reservation parked, String op, WorkItem item, String json, long visible,
+                                    long now) {
+        HandOver.OrchestrationTaker taker = (HandOver.OrchestrationTaker) parked.takes();
+        String token = SqlRunner.newToken();
+        Optional<FetchedOrchestration> claimed;
+        try {
+            claimed = orchestrations.enqueueClaiming(op, item, json, visible, now, token, taker);
+        } catch (RuntimeException e) {
+            parked.cancel();
+            throw e;
+        }
+        if (claimed.isEmpty()) {
+            parked.cancel();
+            announceMessageFor(item.instance(), visible, now, false);
+            return;
+        }
+        long lockedUntil = now + taker.lockMs();
+        turns.started(item.instance(), token, lockedUntil, now);
+        if (parked.handOver(claimed.get())) {
+            announcer.announce(Announcements.orchestrationLease(lockedUntil), now);
+        } else {
+            turns.end(token);
+            leases.releaseRefusedOrchestrationHandOver(token);
+        }
     }
 
     // ------------------------------------------------------------------------------------------ history

@@ -213,6 +213,102 @@ class HandOverTest {
         }
     }
 
+    // ------------------------------------------------------------------ orchestrator queue
+
+    @Test
+    void a_parked_orchestrator_fetch_gets_a_started_instance_already_claimed_for_it() throws Exception {
+        try (LongPollHarness h = open("hoorch")) {
+            PostgresProvider p = h.provider;
+            BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("orchestrator", POLL);
+            int wakes = (int) h.signals.wakes();
+            long before = System.currentTimeMillis();
+            p.enqueueForOrchestrator(LongPollHarness.start("ho-orch"), null);
+            long after = System.currentTimeMillis();
+            FetchedOrchestration got = o.get(GET).orElseThrow();
+            assertEquals("ho-orch", got.item().instance());
+            assertEquals(ORCH, got.item().orchestrationName());
+            assertEquals(1, got.attemptCount());
+            assertEquals(List.of(LongPollHarness.start("ho-orch")), got.item().messages());
+            assertEquals(List.of(WakeSource.HANDOVER), h.signals.wakeSourcesSince(wakes));
+            InstanceLock lock = instanceLock(h.schema, "ho-orch");
+            assertEquals(got.lockToken(), lock.token());
+            assertTrue(lock.untilMs() >= before + LONG_LOCK.toMillis() && lock.untilMs() <= after + LONG_LOCK.toMillis(),
+                    "lock end " + lock.untilMs() + " is the fetch's lock time from the enqueue [" + before + ", "
+                            + after + "]");
+            assertEquals(1, queuedMessages(h.schema, "ho-orch", got.lockToken()), "the message is tagged");
+            h.ackTurn(got);
+            assertNull(instanceLock(h.schema, "ho-orch"), "acked: unlocked");
+            assertEquals(0, queuedMessages(h.schema, "ho-orch", null), "acked: the message is consumed");
+            assertTrue(p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).isEmpty(), "claimed exactly once");
+        }
+    }
+
+    @Test
+    void a_message_for_an_instance_in_its_turn_is_not_handed_over_and_is_claimed_after_the_turn() throws Exception {
+        try (LongPollHarness h = open("hoorchbusy", b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
+            PostgresProvider p = h.provider;
+            h.startInstance("ho-busy");
+            p.enqueueForOrchestrator(LongPollHarness.event("ho-busy", "first"), null);
+            FetchedOrchestration turn = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("orchestrator", POLL);
+            int wakes = (int) h.signals.wakes();
+            p.enqueueForOrchestrator(LongPollHarness.event("ho-busy", "second"), null);
+            assertEquals(turn.lockToken(), instanceLock(h.schema, "ho-busy").token(), "the turn keeps its lock");
+            assertEquals(2, queuedMessages(h.schema, "ho-busy", null), "the new message is stored");
+            assertEquals(1, queuedMessages(h.schema, "ho-busy", turn.lockToken()), "and not tagged for the turn");
+            o.awaitParked(Duration.ofSeconds(5));
+            assertFalse(o.isDone(), "nothing to hand over while the turn holds the instance");
+            h.ackTurn(turn);
+            FetchedOrchestration next = o.get(GET).orElseThrow();
+            assertEquals(List.of(LongPollHarness.event("ho-busy", "second")), next.item().messages());
+            assertEquals(1, next.attemptCount());
+            assertFalse(h.signals.wakeSourcesSince(wakes).contains(WakeSource.HANDOVER));
+        }
+    }
+
+    @Test
+    void an_orchestrator_fetch_that_stops_waiting_before_the_hand_over_leaves_the_instance_claimable()
+            throws Exception {
+        Duration shortPoll = Duration.ofMillis(500);
+        try (LongPollHarness h = open("hoorchgone", b -> b.fallbackPollInterval(Duration.ofSeconds(30)));
+             Connection locker = TestDatabase.connect()) {
+            PostgresProvider p = h.provider;
+            BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("orchestrator", shortPoll);
+            locker.setAutoCommit(false);
+            try (Statement st = locker.createStatement()) {
+                st.execute("LOCK TABLE \"" + h.schema + "\".orchestrator_queue IN SHARE ROW EXCLUSIVE MODE");
+            }
+            CompletableFuture<Void> enqueue = CompletableFuture.runAsync(
+                    () -> p.enqueueForOrchestrator(LongPollHarness.start("ho-orch-gone"), null));
+            Waits.until(() -> waitingOnLock(h.schema, "enqueue_orchestrator_item_claiming"), Duration.ofSeconds(5),
+                    () -> "the enqueue to wait on the lock");
+            assertTrue(o.get(GET).isEmpty(), "the reserved fetch timed out empty");
+            locker.rollback();
+            enqueue.get(10, TimeUnit.SECONDS);
+            assertNull(instanceLock(h.schema, "ho-orch-gone"), "released at once");
+            assertEquals(1, queuedMessages(h.schema, "ho-orch-gone", null), "the message is stored");
+            FetchedOrchestration got = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            assertEquals("ho-orch-gone", got.item().instance());
+            assertEquals(1, got.attemptCount(), "the refused hand-over is not an attempt");
+        }
+    }
+
+    @Test
+    void a_delayed_orchestrator_message_is_never_handed_over() throws Exception {
+        try (LongPollHarness h = open("hoorchlater")) {
+            PostgresProvider p = h.provider;
+            BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("orchestrator", POLL);
+            int wakes = (int) h.signals.wakes();
+            long before = System.currentTimeMillis();
+            p.enqueueForOrchestrator(LongPollHarness.start("ho-later"), Duration.ofMillis(300));
+            assertNull(instanceLock(h.schema, "ho-later"), "not claimed at the write");
+            FetchedOrchestration got = o.get(GET).orElseThrow();
+            assertTrue(System.currentTimeMillis() - before >= 300, "not before its visibility");
+            assertEquals("ho-later", got.item().instance());
+            assertFalse(h.signals.wakeSourcesSince(wakes).contains(WakeSource.HANDOVER));
+        }
+    }
+
     // ------------------------------------------------------------------ the table's view
 
     private record Lease(String token, Long untilMs, int attempts) {}
@@ -240,11 +336,44 @@ class HandOverTest {
         }
     }
 
+    private record InstanceLock(String token, long untilMs) {}
+
+    private static InstanceLock instanceLock(String schema, String instance) throws SQLException {
+        try (Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT lock_token, locked_until_ms FROM \"" + schema
+                     + "\".instance_locks WHERE instance_id = ? AND locked_until_ms > ?")) {
+            ps.setString(1, instance);
+            ps.setLong(2, System.currentTimeMillis());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? new InstanceLock(rs.getString(1), rs.getLong(2)) : null;
+            }
+        }
+    }
+
+    /** Queued messages of {@code instance} tagged with {@code token}; with null, all of them. */
+    private static int queuedMessages(String schema, String instance, String token) throws SQLException {
+        try (Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM \"" + schema
+                     + "\".orchestrator_queue WHERE instance_id = ? AND (?::TEXT IS NULL OR lock_token = ?)")) {
+            ps.setString(1, instance);
+            ps.setString(2, token);
+            ps.setString(3, token);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
     private static boolean waitingOnLock(String schema) {
+        return waitingOnLock(schema, "enqueue_worker_item_leased");
+    }
+
+    private static boolean waitingOnLock(String schema, String function) {
         try (Connection c = TestDatabase.connect();
              PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM pg_stat_activity "
                      + "WHERE wait_event_type = 'Lock' AND query LIKE ?")) {
-            ps.setString(1, "%" + schema + "%enqueue_worker_item_leased%");
+            ps.setString(1, "%" + schema + "%" + function + "%");
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getInt(1) > 0;
