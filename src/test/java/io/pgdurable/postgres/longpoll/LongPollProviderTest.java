@@ -269,7 +269,8 @@ class LongPollProviderTest {
      */
     @Test
     void a_wake_held_by_a_fetch_whose_deadline_ends_while_coalescing_goes_to_another_fetch() {
-        try (LongPollHarness h = open("lpcoalesce", NO_FALLBACK);
+        // The fresh instance must reach the older fetch as a wake: a hand-over would give it to that fetch directly.
+        try (LongPollHarness h = open("lpcoalesce", b -> NO_FALLBACK.apply(b).handOverToParkedFetches(false));
              LongPollHarness elsewhere = onSchema(h.schema, NO_FALLBACK)) {
             h.warmUp();
             // Time is the subject: on a loaded machine the older fetch's pause can end before its deadline, and then
