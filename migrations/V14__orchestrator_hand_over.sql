@@ -177,3 +177,20 @@ BEGIN
         p_instance, p_now, p_lock_ms, p_token, p_min_version, p_max_version, FALSE);
 END
 $$;
+
+-- ack_work_item, then the completion's instance claimed for p_claim_token as enqueue_orchestrator_item_claiming
+-- does. A failed ack raises before anything is claimed.
+CREATE FUNCTION ${schema}.ack_work_item_claiming(
+    p_token TEXT, p_now BIGINT, p_instance TEXT, p_kind TEXT, p_completion TEXT,
+    p_claim_token TEXT, p_lock_ms BIGINT, p_min_version BIGINT, p_max_version BIGINT)
+RETURNS TABLE (
+    instance_id TEXT, orchestration_name TEXT, orchestration_version TEXT, execution_id BIGINT,
+    has_instance BOOLEAN, attempt_count INT, messages TEXT[], event_ids BIGINT[], event_types TEXT[],
+    event_data TEXT[], kv_keys TEXT[], kv_values TEXT[], kv_updated_ms BIGINT[])
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM ${schema}.ack_work_item(p_token, p_now, p_instance, p_kind, p_completion);
+    RETURN QUERY SELECT * FROM ${schema}.claim_orchestration_instance(
+        p_instance, p_now, p_lock_ms, p_claim_token, p_min_version, p_max_version, FALSE);
+END
+$$;

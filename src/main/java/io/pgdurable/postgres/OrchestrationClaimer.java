@@ -60,22 +60,24 @@ final class OrchestrationClaimer {
         });
     }
 
+    /** Binds a claiming write's own parameters, the first {@code 5}; the claim's four follow them. */
+    interface WriteBinder {
+        void bind(PreparedStatement ps) throws SQLException;
+    }
+
     /**
-     * Writes {@code item} and claims its instance for {@code token} in the same transaction, for a parked fetch of
-     * {@code taker}'s kind (the hand-over). Empty when the instance could not be claimed then (locked, held, not
-     * startable, outside the version range), or when another of its queued messages cannot be decoded: that batch
-     * is given back at once, and the fetch meets the error through its own claim, as it would have without the
-     * hand-over. The write itself is committed either way.
+     * Runs a claiming write ({@link Statements#enqueueOrchestratorItemClaiming} or
+     * {@link Statements#ackWorkItemClaiming}): the write, and its message's instance claimed for {@code token} in the
+     * same transaction, for a parked fetch of {@code taker}'s kind (the hand-over). Empty when the instance could not
+     * be claimed then (locked, held, not startable, outside the version range), or when another of its queued
+     * messages cannot be decoded: that batch is given back at once, and the fetch meets the error through its own
+     * claim, as it would have without the hand-over. The write itself is committed either way.
      */
-    Optional<FetchedOrchestration> enqueueClaiming(String op, WorkItem item, String json, long visibleAt, long now,
-                                                   String token, HandOver.OrchestrationTaker taker) {
+    Optional<FetchedOrchestration> writeClaiming(String op, String statement, WriteBinder write, String token,
+                                                 HandOver.OrchestrationTaker taker) {
         return db.call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.enqueueOrchestratorItemClaiming)) {
-                ps.setString(1, item.instance());
-                ps.setString(2, item.kind());
-                ps.setString(3, json);
-                ps.setLong(4, visibleAt);
-                ps.setLong(5, now);
+            try (PreparedStatement ps = c.prepareStatement(statement)) {
+                write.bind(ps);
                 ps.setString(6, token);
                 ps.setLong(7, taker.lockMs());
                 setLongOrNull(ps, 8, taker.minVersion());

@@ -607,12 +607,16 @@ public final class PostgresProvider implements OrchestrationProvider {
             visibleAt = Math.max(t.fireAtMs(), visibleAt);
         }
         long visible = visibleAt;
-        if (visible <= now) {
-            Reservation parked = handOver.reserveOrchestration();
-            if (parked != null) {
-                enqueueClaimingFor(parked, op, item, json, visible, now);
-                return;
-            }
+        Reservation parked = visible <= now ? reserveOrchestrationFor(item.instance(), now) : null;
+        if (parked != null) {
+            writeClaimingFor(parked, op, sql.enqueueOrchestratorItemClaiming, ps -> {
+                ps.setString(1, item.instance());
+                ps.setString(2, item.kind());
+                ps.setString(3, json);
+                ps.setLong(4, visible);
+                ps.setLong(5, now);
+            }, item.instance(), now);
+            return;
         }
         List<String> inline = announcer.inlinePayloads(Announcements.orchestratorMessage(visible), now);
         call(op, c -> {
@@ -632,28 +636,37 @@ public final class PostgresProvider implements OrchestrationProvider {
     }
 
     /**
-     * The enqueue of a message whose instance is claimed in the same transaction for the reserved parked fetch, then
-     * handed to it with the turn registered and its lease end announced, as a claim would. When the instance could not
-     * be claimed, the message is announced as usual; when the fetch stopped waiting meanwhile, the claim is released.
+     * A parked orchestrator fetch of this provider reserved for a message of {@code instance} claimable now, or null:
+     * none is parked, hand-over is off, or a turn of this provider holds the instance (the claim could not succeed).
      */
-    private void enqueueClaimingFor(Reservation parked, String op, WorkItem item, String json, long visible,
-                                    long now) {
+    private Reservation reserveOrchestrationFor(String instance, long now) {
+        return turns.holds(instance, now) ? null : handOver.reserveOrchestration();
+    }
+
+    /**
+     * A write of a message for {@code instance} that also claims the instance for the reserved parked fetch, then
+     * hands the batch to it with the turn registered and its lease end announced, as a claim would. When the instance
+     * could not be claimed, the message is announced as usual; when the fetch stopped waiting meanwhile, the claim is
+     * released.
+     */
+    private void writeClaimingFor(Reservation parked, String op, String statement,
+                                  OrchestrationClaimer.WriteBinder write, String instance, long now) {
         HandOver.OrchestrationTaker taker = (HandOver.OrchestrationTaker) parked.takes();
         String token = SqlRunner.newToken();
         Optional<FetchedOrchestration> claimed;
         try {
-            claimed = orchestrations.enqueueClaiming(op, item, json, visible, now, token, taker);
+            claimed = orchestrations.writeClaiming(op, statement, write, token, taker);
         } catch (RuntimeException e) {
             parked.cancel();
             throw e;
         }
         if (claimed.isEmpty()) {
             parked.cancel();
-            announceMessageFor(item.instance(), visible, now, false);
+            announceMessageFor(instance, now, now, false);
             return;
         }
         long lockedUntil = now + taker.lockMs();
-        turns.started(item.instance(), token, lockedUntil, now);
+        turns.started(instance, token, lockedUntil, now);
         if (parked.handOver(claimed.get())) {
             announcer.announce(Announcements.orchestrationLease(lockedUntil), now);
         } else {
@@ -981,6 +994,17 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (acker.grouping()) {
             acker.ack(new WorkCompleter.Ack(lockToken, now, completion == null ? null : completion.instance(),
                     completion == null ? null : completion.kind(), completionJson));
+            return;
+        }
+        Reservation parked = completion == null ? null : reserveOrchestrationFor(completion.instance(), now);
+        if (parked != null) {
+            writeClaimingFor(parked, op, sql.ackWorkItemClaiming, ps -> {
+                ps.setString(1, lockToken);
+                ps.setLong(2, now);
+                ps.setString(3, completion.instance());
+                ps.setString(4, completion.kind());
+                ps.setString(5, completionJson);
+            }, completion.instance(), now);
             return;
         }
         List<String> inline = completion == null ? null

@@ -30,8 +30,13 @@ final class Statements {
     /** The writes of a hand-over (V13): the item, or some of the turn's items, leased to parked fetches of ours. */
     final String enqueueWorkerItemLeased;
     final String ackOrchestrationItemHandingOver;
-    /** An orchestrator message written and its instance claimed for a parked fetch of ours, in one statement (V14). */
+    /**
+     * An orchestrator message written (enqueued, or an activity's completion acked) and its instance claimed for a
+     * parked fetch of ours, in one statement (V14). The claim's token, lock time and version range are the last four
+     * parameters.
+     */
     final String enqueueOrchestratorItemClaiming;
+    final String ackWorkItemClaiming;
     final String renewWorkItemLock;
     final String abandonWorkItem;
     final String renewSessionLocks;
@@ -106,6 +111,7 @@ final class Statements {
                 + marked(33, 2, mark) + ")";
         enqueueOrchestratorItemClaiming = "SELECT * FROM " + s + "enqueue_orchestrator_item_claiming("
                 + marked(9, 5, mark) + ")";
+        ackWorkItemClaiming = "SELECT * FROM " + s + "ack_work_item_claiming(" + marked(9, 2, mark) + ")";
         fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(" + marked(7, 1, claimMark) + ")";
         ackWorkItem = "SELECT " + s + "ack_work_item(" + marked(5, 2, mark) + ")";
         ackAndFetchWorkItem = "SELECT * FROM " + s + "ack_and_fetch_work_item(" + marked(11, 2, mark) + ")";

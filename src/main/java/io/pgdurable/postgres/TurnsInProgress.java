@@ -60,6 +60,15 @@ final class TurnsInProgress {
         return byInstance.computeIfPresent(instance, (k, t) -> t.lockedUntilMs() > nowMs ? t.deferred() : null) != null;
     }
 
+    /** True when a turn of this provider holds {@code instance} at {@code nowMs} (a look only: nothing is marked). */
+    boolean holds(String instance, long nowMs) {
+        if (byInstance.isEmpty()) {
+            return false;
+        }
+        Turn t = byInstance.get(instance);
+        return t != null && t.lockedUntilMs() > nowMs;
+    }
+
     /** The turn ended (acked, abandoned, or its ack failed): true when a local wake was deferred to it. */
     boolean end(String token) {
         String instance = instanceByToken.remove(token);

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pgdurable.longpoll.QueueKind;
@@ -20,6 +21,7 @@ import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.ScheduledActivityIdentifier;
 import io.pgdurable.spi.SessionFetchConfig;
 import io.pgdurable.spi.TagFilter;
@@ -239,6 +241,36 @@ class HandOverTest {
             h.ackTurn(got);
             assertNull(instanceLock(h.schema, "ho-orch"), "acked: unlocked");
             assertEquals(0, queuedMessages(h.schema, "ho-orch", null), "acked: the message is consumed");
+            assertTrue(p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).isEmpty(), "claimed exactly once");
+        }
+    }
+
+    @Test
+    void an_activity_completion_hands_its_instance_to_a_parked_orchestrator_fetch() throws Exception {
+        try (LongPollHarness h = open("hoorchack", b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
+            PostgresProvider p = h.provider;
+            h.startInstance("ho-ack");
+            p.enqueueForOrchestrator(LongPollHarness.event("ho-ack", "go"), null);
+            FetchedOrchestration turn = p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).orElseThrow();
+            p.ackOrchestrationItem(turn.lockToken(), turn.item().executionId(), List.of(),
+                    List.of(activity("ho-ack", 1)), List.of(), ExecutionMetadata.of(ORCH, VERSION), List.of());
+            FetchedWorkItem work = p.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+            BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("orchestrator", POLL);
+            // A failed ack claims nothing and the fetch waits on.
+            assertThrows(ProviderException.class, () -> p.ackWorkItem("no-such-token",
+                    new WorkItem.ActivityCompleted("ho-ack", 1, 1, "\"r\"")));
+            assertNull(instanceLock(h.schema, "ho-ack"));
+            o.awaitParked(Duration.ofSeconds(5));
+            int wakes = (int) h.signals.wakes();
+            WorkItem.ActivityCompleted done = new WorkItem.ActivityCompleted("ho-ack", 1, 1, "\"r\"");
+            p.ackWorkItem(work.lockToken(), done);
+            FetchedOrchestration next = o.get(GET).orElseThrow();
+            assertEquals(List.of(done), next.item().messages());
+            assertEquals(1, next.attemptCount());
+            assertEquals(List.of(WakeSource.HANDOVER), h.signals.wakeSourcesSince(wakes));
+            assertEquals(next.lockToken(), instanceLock(h.schema, "ho-ack").token());
+            assertNull(lease(h.schema, "ho-ack"), "the activity is acked");
+            h.ackTurn(next);
             assertTrue(p.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null).isEmpty(), "claimed exactly once");
         }
     }
