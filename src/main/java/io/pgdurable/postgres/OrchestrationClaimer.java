@@ -60,7 +60,7 @@ final class OrchestrationClaimer {
         });
     }
 
-    /** Binds a claiming write's own parameters, the first {@code 5}; the claim's four follow them. */
+    /** Binds a write's own five parameters; a claiming form's four claim parameters follow them. */
     interface WriteBinder {
         void bind(PreparedStatement ps) throws SQLException;
     }

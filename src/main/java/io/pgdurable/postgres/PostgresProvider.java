@@ -607,26 +607,24 @@ public final class PostgresProvider implements OrchestrationProvider {
             visibleAt = Math.max(t.fireAtMs(), visibleAt);
         }
         long visible = visibleAt;
+        // The enqueue's five arguments, as the plain, notifying and claiming forms all take them.
+        OrchestrationClaimer.WriteBinder enqueue = ps -> {
+            ps.setString(1, item.instance());
+            ps.setString(2, item.kind());
+            ps.setString(3, json);
+            ps.setLong(4, visible);
+            ps.setLong(5, now);
+        };
         Reservation parked = visible <= now ? reserveOrchestrationFor(item.instance(), now) : null;
         if (parked != null) {
-            writeClaimingFor(parked, op, sql.enqueueOrchestratorItemClaiming, ps -> {
-                ps.setString(1, item.instance());
-                ps.setString(2, item.kind());
-                ps.setString(3, json);
-                ps.setLong(4, visible);
-                ps.setLong(5, now);
-            }, item.instance(), now);
+            writeClaimingFor(parked, op, sql.enqueueOrchestratorItemClaiming, enqueue, item.instance(), now);
             return;
         }
         List<String> inline = announcer.inlinePayloads(Announcements.orchestratorMessage(visible), now);
         call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueOrchestratorItem
                     : sql.enqueueOrchestratorItemNotifying)) {
-                ps.setString(1, item.instance());
-                ps.setString(2, item.kind());
-                ps.setString(3, json);
-                ps.setLong(4, visible);
-                ps.setLong(5, now);
+                enqueue.bind(ps);
                 bindInline(c, ps, 6, inline);
                 ps.execute();
                 return null;
@@ -996,26 +994,24 @@ public final class PostgresProvider implements OrchestrationProvider {
                     completion == null ? null : completion.kind(), completionJson));
             return;
         }
+        // The ack's five arguments, as the plain, notifying and claiming forms all take them.
+        OrchestrationClaimer.WriteBinder ack = ps -> {
+            ps.setString(1, lockToken);
+            ps.setLong(2, now);
+            ps.setString(3, completion == null ? null : completion.instance());
+            ps.setString(4, completion == null ? null : completion.kind());
+            ps.setString(5, completionJson);
+        };
         Reservation parked = completion == null ? null : reserveOrchestrationFor(completion.instance(), now);
         if (parked != null) {
-            writeClaimingFor(parked, op, sql.ackWorkItemClaiming, ps -> {
-                ps.setString(1, lockToken);
-                ps.setLong(2, now);
-                ps.setString(3, completion.instance());
-                ps.setString(4, completion.kind());
-                ps.setString(5, completionJson);
-            }, completion.instance(), now);
+            writeClaimingFor(parked, op, sql.ackWorkItemClaiming, ack, completion.instance(), now);
             return;
         }
         List<String> inline = completion == null ? null
                 : announcer.inlinePayloads(Announcements.orchestratorMessage(now), now);
         call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.ackWorkItem : sql.ackWorkItemNotifying)) {
-                ps.setString(1, lockToken);
-                ps.setLong(2, now);
-                ps.setString(3, completion == null ? null : completion.instance());
-                ps.setString(4, completion == null ? null : completion.kind());
-                ps.setString(5, completionJson);
+                ack.bind(ps);
                 bindInline(c, ps, 6, inline);
                 ps.execute();
                 return null;
