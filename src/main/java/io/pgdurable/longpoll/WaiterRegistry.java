@@ -6,6 +6,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.ReentrantLock;
@@ -21,6 +22,8 @@ final class WaiterRegistry {
     private final Map<QueueKind, List<Waiter>> waiters = new EnumMap<>(QueueKind.class);
     private final ReentrantLock lock = new ReentrantLock();
     private final AtomicInteger size = new AtomicInteger();
+    /** Per queue, the registered fetches: every write that may hand over reads it, so the read takes no lock. */
+    private final AtomicIntegerArray sizes = new AtomicIntegerArray(QueueKind.values().length);
     private final AtomicLong woken = new AtomicLong();
     /**
      * Per queue, how many hints have been routed here (and listener reconnects seen): a claim that found nothing
@@ -52,6 +55,7 @@ final class WaiterRegistry {
             Waiter w = new Waiter(route, takes);
             waiters.get(queue).add(w);
             size.incrementAndGet();
+            sizes.incrementAndGet(queue.ordinal());
             return w;
         } finally {
             lock.unlock();
@@ -64,6 +68,7 @@ final class WaiterRegistry {
         try {
             if (waiters.get(queue).remove(w)) {
                 size.decrementAndGet();
+                sizes.decrementAndGet(queue.ordinal());
             }
         } finally {
             lock.unlock();
@@ -144,14 +149,9 @@ final class WaiterRegistry {
         return size.get();
     }
 
-    /** Fetches registered on {@code queue} right now (a gauge's read: takes the lock). */
+    /** Fetches registered on {@code queue} right now. */
     int size(QueueKind queue) {
-        lock.lock();
-        try {
-            return waiters.get(queue).size();
-        } finally {
-            lock.unlock();
-        }
+        return sizes.get(queue.ordinal());
     }
 
     /** The queue's epoch: moves with every hint routed to it. */
