@@ -48,8 +48,12 @@ final class WakeScenario extends PairedScenario {
         return "One dispatcher per queue waits; the producer enqueues one item at a time (worker: ActivityExecute; "
                 + "orchestrator: StartOrchestration of a new instance), 10-30 ms apart (random), in turn: a worker "
                 + "item and an orchestrator message through the dispatchers' own provider, then a worker item through "
-                + "a second provider on the same schema (series workerFromOtherProvider: as from another process, "
-                + "its wake travels by NOTIFY). "
+                + "a second provider on the same schema (series workerFromOtherProvider: as from another process; "
+                + "both providers run with handOverAcrossProcesses, so with long polling the item is leased to the "
+                + "parked dispatcher in the enqueue's transaction and travels inside the NOTIFY, no claim), and a "
+                + "worker item through a third provider without that option (series workerFromOtherProviderClaiming: "
+                + "the NOTIFY wakes the dispatcher, which claims; -Dpgdurable.bench.noHandOverAcross=true turns the "
+                + "option off for the first two as well). "
                 + "Latency = the dispatcher's clock when fetch returns the item minus the producer's clock when the "
                 + "enqueue call returned (after its commit). A negative sample means the fetch returned before the "
                 + "enqueue call did. With long polling the own provider's worker items are handed over to the parked "
@@ -105,6 +109,7 @@ final class WakeScenario extends PairedScenario {
         LatencyRecorder worker = new LatencyRecorder();
         LatencyRecorder orchestrator = new LatencyRecorder();
         LatencyRecorder remoteWorker = new LatencyRecorder();
+        LatencyRecorder remoteClaiming = new LatencyRecorder();
         LatencyRecorder idleClaim = new LatencyRecorder();
         BlockingQueue<Long> workerSeen = new ArrayBlockingQueue<>(4);
         BlockingQueue<Long> orchSeen = new ArrayBlockingQueue<>(4);
@@ -113,22 +118,28 @@ final class WakeScenario extends PairedScenario {
         Map<String, Long> signals0;
         Map<String, Long> signals;
         String prefix = "wake-" + mode.key() + "-";
-        try (Hub hub = ctx.hub(name(), mode, 4);
+        boolean across = !Boolean.getBoolean("pgdurable.bench.noHandOverAcross");
+        try (Hub hub = ctx.hub(name(), mode, 4, b -> b.handOverAcrossProcesses(across));
              PostgresProvider other = PostgresProvider.create(hub.provider().config().toBuilder().longPolling(false)
                      .migrationPolicy(MigrationPolicy.VERIFY_ONLY).poolSize(2).build());
+             PostgresProvider plain = PostgresProvider.create(hub.provider().config().toBuilder().longPolling(false)
+                     .handOverAcrossProcesses(false).migrationPolicy(MigrationPolicy.VERIFY_ONLY).poolSize(2)
+                     .build());
              Workers.Stopping stopFirst = dispatchers.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             startDispatchers(dispatchers, "wake", mode, p, LOCK, NAME, workerSeen, orchSeen);
             hub.awaitParked(2, 10_000);
             signals0 = hub.signals().snapshot();
-            for (int i = 0; i < 3 * samples; i++) {
+            for (int i = 0; i < 4 * samples; i++) {
                 Pause.sleepRandom(10, 30);
                 dispatchers.check();
-                boolean toWorker = i % 3 != 1;
-                boolean fromOther = i % 3 == 2;
+                boolean toWorker = i % 4 != 1;
+                boolean fromOther = i % 4 == 2;
+                boolean fromPlain = i % 4 == 3;
                 long sent;
                 if (toWorker) {
-                    (fromOther ? other : p).enqueueForWorker(new WorkItem.ActivityExecute("wake", 1, i, NAME, "{}"));
+                    (fromOther ? other : fromPlain ? plain : p)
+                            .enqueueForWorker(new WorkItem.ActivityExecute("wake", 1, i, NAME, "{}"));
                     sent = System.nanoTime();
                 } else {
                     p.enqueueForOrchestrator(new WorkItem.StartOrchestration(prefix + i, NAME, "{}", "1.0.0"), null);
@@ -142,9 +153,10 @@ final class WakeScenario extends PairedScenario {
                 if (latency < 0) {
                     negative.incrementAndGet();
                 }
-                (fromOther ? remoteWorker : toWorker ? worker : orchestrator).recordNanos(latency);
-                if ((i + 1) % 300 == 0) {
-                    ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1, 3 * samples);
+                (fromOther ? remoteWorker : fromPlain ? remoteClaiming : toWorker ? worker : orchestrator)
+                        .recordNanos(latency);
+                if ((i + 1) % 400 == 0) {
+                    ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1, 4 * samples);
                 }
             }
             signals = CountingSignals.delta(signals0, hub.signals().snapshot());
@@ -158,8 +170,10 @@ final class WakeScenario extends PairedScenario {
                 .latency("worker", worker)
                 .latency("orchestrator", orchestrator)
                 .latency("workerFromOtherProvider", remoteWorker)
+                .latency("workerFromOtherProviderClaiming", remoteClaiming)
                 .latency("idleClaim", idleClaim)
-                .detail("negativeSamples", negative.get());
+                .detail("negativeSamples", negative.get())
+                .detail("handOverAcrossProcesses", across);
         if (mode == Mode.LONG) {
             r.detail("longPollSignals", signals);
         }

@@ -1,11 +1,14 @@
 package io.pgdurable.longpoll;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.SQLTimeoutException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -34,6 +37,23 @@ final class ListenerSupport {
             throw new IllegalArgumentException(name + " must be positive");
         }
         return d;
+    }
+
+    /**
+     * Takes a session advisory lock on a fresh random key and returns the key: while the session lives, other
+     * processes find the key held, which is how they tell that this process can still hear them (hand-over across
+     * processes, migration V15). A fresh key is held by nobody, so the call does not wait.
+     */
+    static long takeLivenessLock(Connection c) throws SQLException {
+        long key;
+        do {
+            key = ThreadLocalRandom.current().nextLong();
+        } while (key == 0);
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_lock(?)")) {
+            ps.setLong(1, key);
+            ps.execute();
+        }
+        return key;
     }
 
     static void checkOpen(String channel, Duration heartbeat, NotificationListener.Events events) {

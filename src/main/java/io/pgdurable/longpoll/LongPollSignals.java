@@ -70,6 +70,18 @@ public interface LongPollSignals {
     default void announceFailed(int payloads) {}
 
     /**
+     * Hand-over across processes: this process's account of its parked takers was written, {@code waiting} of them
+     * (0: none, or the listener is down).
+     */
+    default void takersRegistered(int waiting) {}
+
+    /**
+     * Hand-over across processes: another process handed this one an item; {@code taken} when a parked fetch returned
+     * it, false when none was left for it and it was given back.
+     */
+    default void handOffReceived(boolean taken) {}
+
+    /**
      * Both observers, each told every moment ({@code first} before {@code second}); {@link #NONE} on either side
      * gives the other one itself, so an unobserved provider pays no extra call.
      */

@@ -19,6 +19,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -71,6 +72,9 @@ public final class LongPoller implements AutoCloseable {
     /** Per claim key, the queue epoch at the start of its latest claim that found nothing. */
     private final ConcurrentHashMap<Object, Long> emptyAt = new ConcurrentHashMap<>();
     private volatile String ownOrigin;
+    /** Hand-over across processes: where items another process handed to this one go, and who counts the takers. */
+    private volatile Consumer<String> handOffs;
+    private volatile Runnable takersChanged;
 
     public LongPoller(Settings settings, Clock clock, WorkScanner scanner, NotificationListener listener,
                       String channel, LongPollSignals signals) {
@@ -87,7 +91,7 @@ public final class LongPoller implements AutoCloseable {
         this.scans = Executors.newSingleThreadExecutor(daemon("pgdurable-longpoll-scan-" + channel));
         this.probes = Executors.newSingleThreadExecutor(daemon("pgdurable-longpoll-probe-" + channel));
         this.notifier = new Notifier(listener, channel, settings.heartbeat(), this::onNotification,
-                this::requestScan, signals);
+                this::listening, signals);
     }
 
     public void start() {
@@ -301,12 +305,49 @@ public final class LongPoller implements AutoCloseable {
         route(hint, WakeSource.ANNOUNCEMENT);
     }
 
+    /** After LISTEN (again): the catch-up scan, and a new liveness key for whoever counts the takers. */
+    private void listening() {
+        requestScan();
+        Runnable r = takersChanged;
+        if (r != null) {
+            r.run();
+        }
+    }
+
+    /**
+     * Hand-over across processes: {@code counter} runs whenever a fetch that takes hand-overs registers or ends and
+     * whenever the listener (re)connected; {@code handOffs} gets every notification that hands this process an item
+     * (payloads starting {@code h|}), on the listener's thread, so it must return quickly.
+     */
+    public void handOverAcrossProcesses(Runnable counter, Consumer<String> handOffs) {
+        this.takersChanged = counter;
+        this.handOffs = handOffs;
+        registry.onTakersChanged(counter);
+    }
+
+    /** What each registered fetch of {@code queue} that takes hand-overs takes, oldest first. */
+    public List<Object> takers(QueueKind queue) {
+        return registry.takers(queue);
+    }
+
+    /** The advisory lock key the listener's session holds while it lives; 0 when not listening or none. */
+    public long livenessKey() {
+        return notifier.livenessKey();
+    }
+
     /** Notifications carrying this origin were already offered locally. */
     void ignoreOrigin(String origin) {
         this.ownOrigin = origin;
     }
 
     private void onNotification(String payload) {
+        if (payload != null && payload.startsWith("h|")) {
+            Consumer<String> c = handOffs;
+            if (c != null) {
+                c.accept(payload);
+            }
+            return;
+        }
         String own = ownOrigin;
         if (own != null && own.equals(Hint.origin(payload))) {
             return;

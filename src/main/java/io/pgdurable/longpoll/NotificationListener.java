@@ -20,6 +20,14 @@ public interface NotificationListener {
     /** The life of one connection. */
     interface Session extends AutoCloseable {
         /**
+         * The advisory lock key this session holds for as long as it lives (see
+         * {@link PgjdbcListener#PgjdbcListener(String, Duration, boolean)}), or 0 when it holds none.
+         */
+        default long livenessKey() {
+            return 0;
+        }
+
+        /**
          * Closes the connection; returns within about a second even when the socket is wedged (a driver call that
          * does not end in time is abandoned on a daemon thread). Idempotent. A closed session reports nothing more:
          * closing is not a loss.

@@ -101,6 +101,12 @@ public final class Notifier implements AutoCloseable {
         return listening && !closed;
     }
 
+    /** The advisory lock key the current session holds while it lives; 0 when not listening or it holds none. */
+    public long livenessKey() {
+        NotificationListener.Session s = current;
+        return s != null && isListening() ? s.livenessKey() : 0;
+    }
+
     /** The channel this notifier LISTENs on. */
     public String channel() {
         return channel;

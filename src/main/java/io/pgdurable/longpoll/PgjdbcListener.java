@@ -42,6 +42,7 @@ public final class PgjdbcListener implements NotificationListener {
     private final String url;
     private final Properties properties;
     private final Duration connectTimeout;
+    private final boolean livenessLock;
 
     /** @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters. */
     public PgjdbcListener(String jdbcUrl) {
@@ -53,6 +54,17 @@ public final class PgjdbcListener implements NotificationListener {
      * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
      */
     public PgjdbcListener(String jdbcUrl, Duration connectTimeout) {
+        this(jdbcUrl, connectTimeout, false);
+    }
+
+    /**
+     * @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters.
+     * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
+     * @param livenessLock whether each session, after LISTEN, also holds a session advisory lock on a fresh random
+     *                     key ({@link Session#livenessKey()}), by which other processes tell that it still lives
+     */
+    public PgjdbcListener(String jdbcUrl, Duration connectTimeout, boolean livenessLock) {
+        this.livenessLock = livenessLock;
         ListenerSupport.requirePgjdbcUrl(jdbcUrl);
         this.connectTimeout = ListenerSupport.requirePositive(connectTimeout, "connectTimeout");
         this.url = withoutParameter(jdbcUrl, "ApplicationName");
@@ -111,6 +123,7 @@ public final class PgjdbcListener implements NotificationListener {
         private final CompletableFuture<Void> ready = new CompletableFuture<>();
         private final Thread thread;
         private volatile Connection connection;
+        private volatile long livenessKey;
 
         PgSession(String channel, Duration heartbeat, Events events) {
             this.channel = channel;
@@ -118,6 +131,11 @@ public final class PgjdbcListener implements NotificationListener {
             this.events = events;
             this.thread = new Thread(this::run, "pgdurable-listener-" + channel);
             this.thread.setDaemon(true);
+        }
+
+        @Override
+        public long livenessKey() {
+            return livenessKey;
         }
 
         void start() throws SQLException {
@@ -135,6 +153,9 @@ public final class PgjdbcListener implements NotificationListener {
                 }
                 try (Statement st = c.createStatement()) {
                     st.execute("LISTEN " + NotifyChannel.quoted(channel));
+                }
+                if (livenessLock) {
+                    livenessKey = ListenerSupport.takeLivenessLock(c);
                 }
                 PGConnection pg = c.unwrap(PGConnection.class);
                 if (!ready.complete(null)) {

@@ -78,6 +78,7 @@ public final class PgjdbcNgListener implements NotificationListener {
     private final String url;
     private final Properties properties;
     private final Duration connectTimeout;
+    private final boolean livenessLock;
     /**
      * Attempts in a row that ran out of time. pgjdbc-ng loads the server's type catalogue on the connecting thread
      * when it first meets a server (also a restarted one): more than 10 s on a loaded 2-core machine, so a fixed
@@ -116,6 +117,17 @@ public final class PgjdbcNgListener implements NotificationListener {
      * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
      */
     public PgjdbcNgListener(String jdbcUrl, Duration connectTimeout) {
+        this(jdbcUrl, connectTimeout, false);
+    }
+
+    /**
+     * @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters.
+     * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
+     * @param livenessLock whether each session, after LISTEN, also holds a session advisory lock on a fresh random
+     *                     key ({@link Session#livenessKey()}), by which other processes tell that it still lives
+     */
+    public PgjdbcNgListener(String jdbcUrl, Duration connectTimeout, boolean livenessLock) {
+        this.livenessLock = livenessLock;
         Target target = convert(jdbcUrl);
         this.url = target.url();
         this.properties = target.properties();
@@ -330,6 +342,7 @@ public final class PgjdbcNgListener implements NotificationListener {
         /** The strong reference that keeps pgjdbc-ng's housekeeper away from the connection. */
         private volatile PGConnection connection;
         private volatile long lastActivityNanos;
+        private volatile long livenessKey;
 
         NgSession(String channel, Duration heartbeat, Events events) {
             this.channel = channel;
@@ -342,6 +355,11 @@ public final class PgjdbcNgListener implements NotificationListener {
             });
             this.heartbeat.setRemoveOnCancelPolicy(true);
             this.heartbeat.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+        }
+
+        @Override
+        public long livenessKey() {
+            return livenessKey;
         }
 
         void start() throws SQLException {
@@ -384,6 +402,9 @@ public final class PgjdbcNgListener implements NotificationListener {
                 c.addNotificationListener(LISTENER_NAME, Pattern.quote(channel), this);
                 try (Statement st = c.createStatement()) {
                     st.execute("LISTEN " + NotifyChannel.quoted(channel));
+                }
+                if (livenessLock) {
+                    livenessKey = ListenerSupport.takeLivenessLock(raw);
                 }
                 if (!ready.complete(c)) {
                     closeQuietly(c);

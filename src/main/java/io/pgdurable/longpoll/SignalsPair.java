@@ -107,4 +107,16 @@ final class SignalsPair implements LongPollSignals {
         first.announceFailed(payloads);
         second.announceFailed(payloads);
     }
+
+    @Override
+    public void takersRegistered(int waiting) {
+        first.takersRegistered(waiting);
+        second.takersRegistered(waiting);
+    }
+
+    @Override
+    public void handOffReceived(boolean taken) {
+        first.handOffReceived(taken);
+        second.handOffReceived(taken);
+    }
 }

@@ -31,6 +31,8 @@ final class WaiterRegistry {
      */
     private final AtomicLongArray epochs = new AtomicLongArray(QueueKind.values().length);
     private final LongPollSignals signals;
+    /** Runs after a fetch that takes hand-overs registered or ended (hand-over across processes counts them). */
+    private volatile Runnable takersChanged;
     private boolean closed;
 
     WaiterRegistry(int maxWaiters, LongPollSignals signals) {
@@ -42,6 +44,7 @@ final class WaiterRegistry {
     }
 
     Waiter register(QueueKind queue, Route route, Object takes, String operation) {
+        Waiter registered;
         lock.lock();
         try {
             if (closed) {
@@ -56,7 +59,36 @@ final class WaiterRegistry {
             waiters.get(queue).add(w);
             size.incrementAndGet();
             sizes.incrementAndGet(queue.ordinal());
-            return w;
+            registered = w;
+        } finally {
+            lock.unlock();
+        }
+        takerChanged(takes);
+        return registered;
+    }
+
+    private void takerChanged(Object takes) {
+        Runnable r = takersChanged;
+        if (takes != null && r != null) {
+            r.run();
+        }
+    }
+
+    void onTakersChanged(Runnable r) {
+        takersChanged = r;
+    }
+
+    /** What each registered fetch of {@code queue} that takes hand-overs takes, oldest first. */
+    List<Object> takers(QueueKind queue) {
+        lock.lock();
+        try {
+            List<Object> takes = new ArrayList<>();
+            for (Waiter w : waiters.get(queue)) {
+                if (w.takes != null) {
+                    takes.add(w.takes);
+                }
+            }
+            return takes;
         } finally {
             lock.unlock();
         }
@@ -73,6 +105,7 @@ final class WaiterRegistry {
         } finally {
             lock.unlock();
         }
+        takerChanged(w.takes);
         for (Hint unused : w.takeUnused()) {
             wake(unused, w, WakeSource.HANDOFF);
         }

@@ -25,6 +25,11 @@ final class HandOver {
         boolean fits(WorkItem.ActivityExecute item) {
             return item.sessionId() == null && filter.matches(item.tag());
         }
+
+        /** Whether it takes an untagged item (one without a session): what other processes hand over (V15). */
+        boolean takesUntagged() {
+            return filter.matches(null);
+        }
     }
 
     /** What a parked orchestrator fetch takes: its lock time and the version range of its capability filter. */

@@ -93,6 +93,12 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final BatchFetcher batchFetcher;
     private final BatchEnqueuer batchEnqueuer;
     private final HandOver handOver;
+    /** Hand-over across processes, the parked side (V15); null unless configured with long polling. */
+    private final RemoteHandOver remoteHandOver;
+    /** Whether {@code enqueueForWorker} offers items to other processes' parked fetches (V15). */
+    private final boolean offersAcross;
+    /** This provider's announcer origin: names it in announcements and in hand-overs across processes. */
+    private final String origin;
     /** Turns handed out by this provider and not yet ended; consulted only with long polling (local wakes). */
     private final TurnsInProgress turns = new TurnsInProgress();
     /** Acks in one call per list ({@link #ackWorkItems}) and, with {@code ackBatchSize} above 1, grouped single acks. */
@@ -104,6 +110,8 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.clock = config.clock();
         this.payloads = new Payloads(config.maxPayloadBytes());
         String origin = Announcer.newOrigin();
+        this.origin = origin;
+        this.offersAcross = config.handOverAcrossProcesses() && !config.transactionalNotify();
         this.sql = new Statements(config.schema(), origin, config.transactionalNotify(), config.asyncClaimCommit());
         this.admin = new PostgresAdmin(this, sql, clock);
         this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
@@ -159,7 +167,8 @@ public final class PostgresProvider implements OrchestrationProvider {
                 poller = new LongPoller(new LongPoller.Settings(config.fallbackPollInterval(),
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
                         config.heartbeatInterval(), config.maxTrackedDeadlines()), clock,
-                        new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()), listener(config),
+                        new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()),
+                        listener(config, offersAcross && config.handOverToParkedFetches()),
                         channel, signals);
                 poller.start();
             }
@@ -190,6 +199,13 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.orchestrations = new OrchestrationClaimer(db, sql, clock, leases);
         this.handOver = new HandOver(config.handOverToParkedFetches() && !config.transactionalNotify() ? longPoller
                 : null, leases, announcer::announce);
+        this.remoteHandOver = longPoller != null && offersAcross && config.handOverToParkedFetches()
+                ? new RemoteHandOver(db, sql, clock, longPoller, leases, origin, config.schema(), announcer::announce,
+                        signals)
+                : null;
+        if (remoteHandOver != null) {
+            remoteHandOver.start();
+        }
         this.batchFetcher = new BatchFetcher(db, sql, clock, leases, config.fetchBatchMaxBytes(), longPoller,
                 announcer::announce);
         this.batchEnqueuer = new BatchEnqueuer(db, sql, payloads, clock, config.enqueueChunkItems(),
@@ -225,10 +241,12 @@ public final class PostgresProvider implements OrchestrationProvider {
         return pool;
     }
 
-    private static NotificationListener listener(PostgresProviderConfig config) {
+    /** @param livenessLock whether the listener's sessions hold a liveness lock (hand-over across processes) */
+    private static NotificationListener listener(PostgresProviderConfig config, boolean livenessLock) {
         String url = withCredentials(config.effectiveListenerUrl(), config.username(), config.password());
         return config.listenerDriver() == PostgresProviderConfig.ListenerDriver.PGJDBC
-                ? new PgjdbcListener(url) : new PgjdbcNgListener(url);
+                ? new PgjdbcListener(url, PgjdbcListener.DEFAULT_CONNECT_TIMEOUT, livenessLock)
+                : new PgjdbcNgListener(url, PgjdbcNgListener.DEFAULT_CONNECT_TIMEOUT, livenessLock);
     }
 
     /** Credentials configured beside the URL travel inside it for the listener's own connection. */
@@ -762,6 +780,10 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         List<Hint> hints = Announcements.workerItems(now, List.of(a));
         List<String> inline = announcer.inlinePayloads(hints, now);
+        if (offersAcross && a.sessionId() == null && a.tag() == null) {
+            enqueueOffered(op, json, now, a, hints, inline);
+            return;
+        }
         call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueWorkerItem
                     : sql.enqueueWorkerItemNotifying)) {
@@ -784,6 +806,29 @@ public final class PostgresProvider implements OrchestrationProvider {
         ps.setLong(5, a.id());
         ps.setString(6, a.sessionId());
         ps.setString(7, a.tag());
+    }
+
+    /**
+     * The enqueue offered to another process's parked fetch first (V15): leased to it and sent in the NOTIFY, or,
+     * when none takes it, written and announced as usual (the inline payloads then go out from the function).
+     */
+    private void enqueueOffered(String op, String json, long now, WorkItem.ActivityExecute a, List<Hint> hints,
+                                List<String> inline) {
+        String taker = call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItemOffered)) {
+                bindWorkerItem(ps, json, now, a);
+                ps.setString(8, origin);
+                ps.setString(9, SqlRunner.newToken());
+                ps.setString(10, channel);
+                ps.setArray(11, c.createArrayOf("text", inline == null ? new Object[0] : inline.toArray()));
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getString(1) : null;
+                }
+            }
+        });
+        if (taker == null) {
+            announced(hints, now, inline);
+        }
     }
 
     /** The enqueue of an item leased to a parked fetch of this provider, then handed to it (no announcement). */
@@ -1164,6 +1209,9 @@ public final class PostgresProvider implements OrchestrationProvider {
     public void close() {
         if (!db.markClosed()) {
             return;
+        }
+        if (remoteHandOver != null) {
+            remoteHandOver.close(); // other processes stop handing items over before the listener goes
         }
         if (longPoller != null) {
             longPoller.close(); // parked fetches return empty before the pool goes away

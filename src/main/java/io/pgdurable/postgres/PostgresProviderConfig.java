@@ -45,6 +45,7 @@ public final class PostgresProviderConfig {
     private final boolean inlineNotifyWhenIdle;
     private final boolean asyncClaimCommit;
     private final boolean handOverToParkedFetches;
+    private final boolean handOverAcrossProcesses;
     private final String listenerUrl;
     private final boolean transactionPooler;
     private final String directUrl;
@@ -92,6 +93,7 @@ public final class PostgresProviderConfig {
         this.inlineNotifyWhenIdle = b.inlineNotifyWhenIdle;
         this.asyncClaimCommit = b.asyncClaimCommit;
         this.handOverToParkedFetches = b.handOverToParkedFetches;
+        this.handOverAcrossProcesses = b.handOverAcrossProcesses;
         this.listenerUrl = b.listenerUrl;
         this.transactionPooler = b.transactionPooler;
         this.directUrl = b.directUrl;
@@ -138,6 +140,7 @@ public final class PostgresProviderConfig {
         b.inlineNotifyWhenIdle = inlineNotifyWhenIdle;
         b.asyncClaimCommit = asyncClaimCommit;
         b.handOverToParkedFetches = handOverToParkedFetches;
+        b.handOverAcrossProcesses = handOverAcrossProcesses;
         b.listenerUrl = listenerUrl;
         b.transactionPooler = transactionPooler;
         b.directUrl = directUrl;
@@ -231,6 +234,11 @@ public final class PostgresProviderConfig {
     /** Whether this provider's worker writes lease their items to its own parked fetches (see the builder). */
     public boolean handOverToParkedFetches() {
         return handOverToParkedFetches;
+    }
+
+    /** Whether worker items are handed over between processes through the database (see the builder). */
+    public boolean handOverAcrossProcesses() {
+        return handOverAcrossProcesses;
     }
 
     /**
@@ -338,6 +346,7 @@ public final class PostgresProviderConfig {
                 + (inlineNotifyWhenIdle ? "" : ", inlineNotifyWhenIdle=false")
                 + (asyncClaimCommit ? "" : ", asyncClaimCommit=false")
                 + (handOverToParkedFetches ? "" : ", handOverToParkedFetches=false")
+                + (handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
                 + (transactionPooler ? ", transactionPooler=true" : "")
                 + (directUrl != null ? ", directUrl=" + redactUrl(directUrl) : "")
                 + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
@@ -379,6 +388,7 @@ public final class PostgresProviderConfig {
         private boolean inlineNotifyWhenIdle = true;
         private boolean asyncClaimCommit = true;
         private boolean handOverToParkedFetches = true;
+        private boolean handOverAcrossProcesses;
         private String listenerUrl;
         private boolean transactionPooler;
         private String directUrl;
@@ -544,6 +554,25 @@ public final class PostgresProviderConfig {
          */
         public Builder handOverToParkedFetches(boolean enabled) {
             this.handOverToParkedFetches = enabled;
+            return this;
+        }
+
+        /**
+         * Whether worker items are handed over between processes (default false; migration V15, docs/long-polling.md
+         * "Hand-over across processes"). Both sides need it. A long-polling provider keeps a row saying how many of its
+         * {@code fetchWorkItem} calls are parked for untagged items without a session (written when that number
+         * changes and has rested for a millisecond; nothing while it stays the same), and its listener's session holds
+         * an advisory lock that tells others it still hears them. A provider's {@code enqueueForWorker} of such an
+         * item, when none of its own fetches takes it ({@code handOverToParkedFetches}), leases it in the enqueue's
+         * transaction to a parked fetch of another such process and sends it in the NOTIFY (items under 8000 bytes
+         * with the header): that fetch returns it without a claim. A fetch that stopped waiting meanwhile gives the
+         * item back at once (attempt not counted); an item handed to a process in the instant it dies waits for its
+         * lease, like any item of a process that died. Costs: one statement per change of the parked count, one
+         * lookup in a small table per offered enqueue. No effect with {@code transactionalNotify}; with long polling
+         * off, only the enqueue side applies.
+         */
+        public Builder handOverAcrossProcesses(boolean enabled) {
+            this.handOverAcrossProcesses = enabled;
             return this;
         }
 

@@ -37,6 +37,13 @@ final class Statements {
      */
     final String enqueueOrchestratorItemClaiming;
     final String ackWorkItemClaiming;
+    /**
+     * Hand-over across processes (V15): an enqueue offered to another process's parked fetch first (origin, token,
+     * channel and inline payloads last), and the parked process's account of its takers.
+     */
+    final String enqueueWorkerItemOffered;
+    final String registerParkedFetches;
+    final String unregisterParkedFetches;
     final String renewWorkItemLock;
     final String abandonWorkItem;
     final String renewSessionLocks;
@@ -112,6 +119,9 @@ final class Statements {
         enqueueOrchestratorItemClaiming = "SELECT * FROM " + s + "enqueue_orchestrator_item_claiming("
                 + marked(9, 5, mark) + ")";
         ackWorkItemClaiming = "SELECT * FROM " + s + "ack_work_item_claiming(" + marked(9, 2, mark) + ")";
+        enqueueWorkerItemOffered = "SELECT " + s + "enqueue_worker_item_offered(" + marked(11, 2, mark) + ")";
+        registerParkedFetches = "SELECT " + s + "register_parked_fetches(?, ?, ?, ?, ?)";
+        unregisterParkedFetches = "SELECT " + s + "unregister_parked_fetches(?)";
         fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(" + marked(7, 1, claimMark) + ")";
         ackWorkItem = "SELECT " + s + "ack_work_item(" + marked(5, 2, mark) + ")";
         ackAndFetchWorkItem = "SELECT * FROM " + s + "ack_and_fetch_work_item(" + marked(11, 2, mark) + ")";

@@ -31,6 +31,40 @@ final class SignalRecorder implements LongPollSignals {
     private final AtomicLong leaseEndsDropped = new AtomicLong();
     private volatile long lastVerifiedMillis;
     private final List<String> notifications = new ArrayList<>();
+    private final List<Integer> takersRegistered = new CopyOnWriteArrayList<>();
+    private final AtomicInteger handOffsTaken = new AtomicInteger();
+    private final AtomicInteger handOffsGivenBack = new AtomicInteger();
+
+    @Override
+    public void takersRegistered(int waiting) {
+        takersRegistered.add(waiting);
+        changed();
+    }
+
+    @Override
+    public void handOffReceived(boolean taken) {
+        (taken ? handOffsTaken : handOffsGivenBack).incrementAndGet();
+        changed();
+    }
+
+    /** The counts of parked takers written so far (hand-over across processes), oldest first. */
+    List<Integer> takersRegistered() {
+        return List.copyOf(takersRegistered);
+    }
+
+    /** The last count of parked takers written, or -1 before the first. */
+    int lastTakersRegistered() {
+        List<Integer> all = takersRegistered;
+        return all.isEmpty() ? -1 : all.get(all.size() - 1);
+    }
+
+    int handOffsTaken() {
+        return handOffsTaken.get();
+    }
+
+    int handOffsGivenBack() {
+        return handOffsGivenBack.get();
+    }
 
     @Override
     public void listening(boolean reconnect) {

@@ -1,0 +1,331 @@
+package io.pgdurable.postgres;
+
+import io.pgdurable.longpoll.Hint;
+import io.pgdurable.longpoll.LongPollSignals;
+import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.longpoll.QueueKind;
+import io.pgdurable.longpoll.Reservation;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.WorkItem;
+import java.sql.PreparedStatement;
+import java.time.Clock;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BiConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The parked side of the hand-over across processes (migration V15, docs/long-polling.md "Hand-over across
+ * processes"): keeps this provider's row in {@code parked_fetches} — how many of its fetches are parked for untagged
+ * items without a session, the lock time they take, the listener's liveness key — and gives the items other
+ * processes hand it to those fetches, or back to the queue when none is left for one.
+ *
+ * <p>The listener's thread only delivers (a reservation and a hand-off, no statement). One daemon thread,
+ * {@code pgdurable-takers-<schema>}, writes the account once a change settled ({@link #SETTLE_NANOS}: a fetch that
+ * returns and parks again changes nothing) and only when it differs from what the row says, and sends the releases.
+ * An idle provider whose fetches stay parked therefore writes nothing.
+ */
+final class RemoteHandOver implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    /** How long a change of the parked fetches must rest before it is written. */
+    static final long SETTLE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private static final long IDLE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+    private static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
+    private static final long CLOSE_WAIT_MILLIS = 1_000;
+
+    /** What the row says: the liveness key, how many fetches wait, and the lock time they take. */
+    private record Account(long livenessKey, int waiting, long lockMs) {
+    }
+
+    private final SqlRunner db;
+    private final Statements sql;
+    private final Clock clock;
+    private final LongPoller poller;
+    private final Leases leases;
+    private final String origin;
+    private final BiConsumer<List<Hint>, Long> announce;
+    private final LongPollSignals signals;
+    private final Thread thread;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    // Guarded by lock.
+    private boolean dirty = true;
+    private boolean closed;
+    private final ArrayDeque<String> releases = new ArrayDeque<>();
+    private Account written;
+    // Touched by the thread only.
+    private long lastWarnNanos;
+    private int failuresSinceWarn;
+
+    RemoteHandOver(SqlRunner db, Statements sql, Clock clock, LongPoller poller, Leases leases, String origin,
+                   String schema, BiConsumer<List<Hint>, Long> announce, LongPollSignals signals) {
+        this.db = db;
+        this.sql = sql;
+        this.clock = clock;
+        this.poller = poller;
+        this.leases = leases;
+        this.origin = origin;
+        this.announce = announce;
+        this.signals = signals;
+        this.thread = new Thread(this::run, "pgdurable-takers-" + schema);
+        this.thread.setDaemon(true);
+    }
+
+    void start() {
+        poller.handOverAcrossProcesses(this::takersChanged, this::received);
+        thread.start();
+    }
+
+    private void takersChanged() {
+        lock.lock();
+        try {
+            dirty = true;
+            changed.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A hand-off notification, {@code h|origin|token|lock ms|leased until ms|item}, on the listener's thread: the
+     * item goes to a parked fetch of ours that takes it with that lock time, or back to the queue.
+     */
+    private void received(String payload) {
+        String[] f = payload.split("\\|", 6);
+        if (f.length != 6 || !origin.equals(f[1])) {
+            return; // another process's item, or not one of ours
+        }
+        String token = f[2];
+        long lockMs;
+        long until;
+        WorkItem item;
+        try {
+            lockMs = Long.parseLong(f[3]);
+            until = Long.parseLong(f[4]);
+            item = WorkItem.fromJson(f[5]);
+        } catch (RuntimeException undecodable) {
+            giveBack(token); // a claim decodes it again, and counts it if it still fails
+            return;
+        }
+        lock.lock();
+        try {
+            if (written != null && written.waiting() > 0) {
+                // The enqueue took one off the row; the fetch that ends now is not a change to write.
+                written = new Account(written.livenessKey(), written.waiting() - 1, written.lockMs());
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (item instanceof WorkItem.ActivityExecute a) {
+            Reservation r = poller.reserve(QueueKind.WORKER,
+                    t -> t instanceof HandOver.Taker k && k.fits(a) && k.claim().lockMs() == lockMs);
+            if (r != null && r.handOver(new FetchedWorkItem(a, token, 1))) {
+                signals.handOffReceived(true);
+                announce.accept(((HandOver.Taker) r.takes()).claim().leaseHints(until - lockMs, List.of(a)),
+                        clock.millis());
+                return;
+            }
+        }
+        giveBack(token);
+    }
+
+    private void giveBack(String token) {
+        signals.handOffReceived(false);
+        lock.lock();
+        try {
+            releases.add(token);
+            changed.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void run() {
+        while (true) {
+            List<String> toRelease;
+            boolean recount;
+            lock.lock();
+            try {
+                long wait = IDLE_WAIT_NANOS;
+                while (!closed && !dirty && releases.isEmpty() && wait > 0) {
+                    wait = changed.awaitNanos(wait);
+                }
+                toRelease = new ArrayList<>(releases);
+                releases.clear();
+                recount = dirty && !closed;
+                if (closed && toRelease.isEmpty()) {
+                    return;
+                }
+            } catch (InterruptedException e) {
+                return;
+            } finally {
+                lock.unlock();
+            }
+            for (String token : toRelease) {
+                leases.releaseRefusedHandOver(token);
+            }
+            if (recount && settle() && !writeAccount()) {
+                pause(RETRY_NANOS);
+            }
+        }
+    }
+
+    /** Waits until the takers rested for {@link #SETTLE_NANOS}; false when closing. */
+    private boolean settle() {
+        lock.lock();
+        try {
+            do {
+                dirty = false;
+                long wait = SETTLE_NANOS;
+                while (!closed && !dirty && wait > 0) {
+                    wait = changed.awaitNanos(wait);
+                }
+            } while (dirty && !closed);
+            return !closed;
+        } catch (InterruptedException e) {
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Writes the account if it differs from the row's; false when the write failed (it is retried). */
+    private boolean writeAccount() {
+        Account now = count();
+        lock.lock();
+        try {
+            if (now.equals(written) || written == null && now.waiting() == 0) {
+                return true;
+            }
+        } finally {
+            lock.unlock();
+        }
+        try {
+            db.run("registerParkedFetches", c -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.registerParkedFetches)) {
+                    ps.setString(1, origin);
+                    ps.setLong(2, now.livenessKey());
+                    ps.setInt(3, now.waiting());
+                    ps.setLong(4, now.lockMs());
+                    ps.setLong(5, clock.millis());
+                    ps.execute();
+                    return null;
+                }
+            });
+        } catch (RuntimeException e) {
+            warn(e);
+            takersChanged();
+            return false;
+        }
+        lock.lock();
+        try {
+            written = now;
+        } finally {
+            lock.unlock();
+        }
+        failuresSinceWarn = 0;
+        signals.takersRegistered(now.waiting());
+        return true;
+    }
+
+    /**
+     * The parked fetches that take an untagged item without a session, with the lock time of the oldest (another
+     * process leases for that time, so only those fetches count); none while the listener is down, as nobody would
+     * hear a hand-off.
+     */
+    private Account count() {
+        long key = poller.livenessKey();
+        int waiting = 0;
+        long lockMs = 0;
+        if (key != 0) {
+            for (Object t : poller.takers(QueueKind.WORKER)) {
+                if (t instanceof HandOver.Taker k && k.takesUntagged()) {
+                    if (waiting == 0) {
+                        lockMs = k.claim().lockMs();
+                    }
+                    if (k.claim().lockMs() == lockMs) {
+                        waiting++;
+                    }
+                }
+            }
+        }
+        return new Account(key, waiting, waiting == 0 ? 1 : lockMs);
+    }
+
+    private void warn(RuntimeException e) {
+        long now = System.nanoTime();
+        failuresSinceWarn++;
+        if (failuresSinceWarn == 1 || now - lastWarnNanos >= WARN_INTERVAL_NANOS) {
+            LOG.warn("pgdurable: could not write this process's parked fetches for hand-over across processes ({} "
+                    + "failure(s) since the last warning); other processes announce their items instead: {}",
+                    failuresSinceWarn, e.getMessage());
+            lastWarnNanos = now;
+        } else {
+            LOG.debug("pgdurable: writing the parked fetches failed again", e);
+        }
+    }
+
+    private void pause(long nanos) {
+        lock.lock();
+        try {
+            long wait = nanos;
+            while (!closed && wait > 0) {
+                wait = changed.awaitNanos(wait);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Stops the thread (it sends the releases it holds first) and removes the row, so no process hands this one
+     * anything more. An item handed over in that instant waits for its lease, like one leased to a process that died.
+     */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            thread.join(CLOSE_WAIT_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        lock.lock();
+        try {
+            if (written == null) {
+                return; // never written: there is no row
+            }
+        } finally {
+            lock.unlock();
+        }
+        try {
+            db.run("unregisterParkedFetches", c -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.unregisterParkedFetches)) {
+                    ps.setString(1, origin);
+                    ps.execute();
+                    return null;
+                }
+            });
+        } catch (RuntimeException e) {
+            LOG.warn("pgdurable: could not remove this process's parked fetches on close; other processes find its "
+                    + "listener gone and skip them: {}", e.getMessage());
+        }
+    }
+}
