@@ -72,9 +72,8 @@ public final class LongPoller implements AutoCloseable {
     /** Per claim key, the queue epoch at the start of its latest claim that found nothing. */
     private final ConcurrentHashMap<Object, Long> emptyAt = new ConcurrentHashMap<>();
     private volatile String ownOrigin;
-    /** Hand-over across processes: where items another process handed to this one go, and who counts the takers. */
+    /** Hand-over across processes: where items another process handed to this one go. */
     private volatile Consumer<String> handOffs;
-    private volatile Runnable takersChanged;
 
     public LongPoller(Settings settings, Clock clock, WorkScanner scanner, NotificationListener listener,
                       String channel, LongPollSignals signals) {
@@ -308,21 +307,17 @@ public final class LongPoller implements AutoCloseable {
     /** After LISTEN (again): the catch-up scan, and a new liveness key for whoever counts the takers. */
     private void listening() {
         requestScan();
-        Runnable r = takersChanged;
-        if (r != null) {
-            r.run();
-        }
+        registry.recountTakers();
     }
 
     /**
-     * Hand-over across processes: {@code counter} runs whenever a fetch that takes hand-overs registers or ends and
-     * whenever the listener (re)connected; {@code handOffs} gets every notification that hands this process an item
+     * Hand-over across processes: {@code counter} runs whenever a worker fetch that takes hand-overs registers or
+     * ends and whenever the listener (re)connected; {@code handOffs} gets every notification that hands this process an item
      * (payloads starting {@code h|}), on the listener's thread, so it must return quickly.
      */
     public void handOverAcrossProcesses(Runnable counter, Consumer<String> handOffs) {
-        this.takersChanged = counter;
         this.handOffs = handOffs;
-        registry.onTakersChanged(counter);
+        registry.watchTakers(QueueKind.WORKER, counter);
     }
 
     /** What each registered fetch of {@code queue} that takes hand-overs takes, oldest first. */

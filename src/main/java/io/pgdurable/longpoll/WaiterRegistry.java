@@ -31,8 +31,8 @@ final class WaiterRegistry {
      */
     private final AtomicLongArray epochs = new AtomicLongArray(QueueKind.values().length);
     private final LongPollSignals signals;
-    /** Runs after a fetch that takes hand-overs registered or ended (hand-over across processes counts them). */
-    private volatile Runnable takersChanged;
+    /** Who counts one queue's fetches that take hand-overs (hand-over across processes), or null. */
+    private volatile TakerWatch takerWatch;
     private boolean closed;
 
     WaiterRegistry(int maxWaiters, LongPollSignals signals) {
@@ -63,19 +63,31 @@ final class WaiterRegistry {
         } finally {
             lock.unlock();
         }
-        takerChanged(takes);
+        takerChanged(queue, takes);
         return registered;
     }
 
-    private void takerChanged(Object takes) {
-        Runnable r = takersChanged;
-        if (takes != null && r != null) {
-            r.run();
+    private record TakerWatch(QueueKind queue, Runnable counter) {
+    }
+
+    /** {@code counter} runs after a fetch of {@code queue} that takes hand-overs registered or ended. */
+    void watchTakers(QueueKind queue, Runnable counter) {
+        takerWatch = new TakerWatch(queue, counter);
+    }
+
+    /** Runs the watcher's counter for a reason outside the registry (the listener's session changed). */
+    void recountTakers() {
+        TakerWatch w = takerWatch;
+        if (w != null) {
+            w.counter().run();
         }
     }
 
-    void onTakersChanged(Runnable r) {
-        takersChanged = r;
+    private void takerChanged(QueueKind queue, Object takes) {
+        TakerWatch w = takerWatch;
+        if (w != null && takes != null && w.queue() == queue) {
+            w.counter().run();
+        }
     }
 
     /** What each registered fetch of {@code queue} that takes hand-overs takes, oldest first. */
@@ -105,7 +117,7 @@ final class WaiterRegistry {
         } finally {
             lock.unlock();
         }
-        takerChanged(w.takes);
+        takerChanged(queue, w.takes);
         for (Hint unused : w.takeUnused()) {
             wake(unused, w, WakeSource.HANDOFF);
         }

@@ -112,6 +112,8 @@ public final class PostgresProvider implements OrchestrationProvider {
         String origin = Announcer.newOrigin();
         this.origin = origin;
         this.offersAcross = config.handOverAcrossProcesses() && !config.transactionalNotify();
+        // Only fetches that take in-process hand-overs can take one from another process.
+        boolean takesAcross = offersAcross && config.handOverToParkedFetches();
         this.sql = new Statements(config.schema(), origin, config.transactionalNotify(), config.asyncClaimCommit());
         this.admin = new PostgresAdmin(this, sql, clock);
         this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
@@ -168,7 +170,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
                         config.heartbeatInterval(), config.maxTrackedDeadlines()), clock,
                         new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()),
-                        listener(config, offersAcross && config.handOverToParkedFetches()),
+                        listener(config, takesAcross),
                         channel, signals);
                 poller.start();
             }
@@ -199,7 +201,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.orchestrations = new OrchestrationClaimer(db, sql, clock, leases);
         this.handOver = new HandOver(config.handOverToParkedFetches() && !config.transactionalNotify() ? longPoller
                 : null, leases, announcer::announce);
-        this.remoteHandOver = longPoller != null && offersAcross && config.handOverToParkedFetches()
+        this.remoteHandOver = longPoller != null && takesAcross
                 ? new RemoteHandOver(db, sql, clock, longPoller, leases, origin, config.schema(), announcer::announce,
                         signals)
                 : null;

@@ -1,5 +1,6 @@
 package io.pgdurable.postgres.longpoll;
 
+import static io.pgdurable.postgres.longpoll.HandOverTest.lease;
 import static io.pgdurable.postgres.longpoll.LongPollHarness.LONG_LOCK;
 import static io.pgdurable.postgres.longpoll.LongPollHarness.activity;
 import static io.pgdurable.postgres.longpoll.LongPollHarness.open;
@@ -58,7 +59,7 @@ class HandOverAcrossProcessesTest {
             assertEquals(1, got.attemptCount());
             assertEquals(List.of(WakeSource.HANDOVER), h.signals.wakeSourcesSince(wakes));
             assertEquals(1, h.signals.handOffsTaken());
-            Lease lease = lease(h.schema, "hox-1");
+            HandOverTest.Lease lease = lease(h.schema, "hox-1");
             assertEquals(got.lockToken(), lease.token());
             assertEquals(1, lease.attempts());
             assertTrue(lease.untilMs() >= before + LONG_LOCK.toMillis()
@@ -270,23 +271,6 @@ class HandOverAcrossProcessesTest {
              ResultSet rs = ps.executeQuery()) {
             rs.next();
             return rs.getLong(1);
-        }
-    }
-
-    private record Lease(String token, Long untilMs, int attempts) {}
-
-    private static Lease lease(String schema, String instance) throws SQLException {
-        try (Connection c = TestDatabase.connect();
-             PreparedStatement ps = c.prepareStatement("SELECT lock_token, locked_until_ms, attempt_count FROM \""
-                     + schema + "\".worker_queue WHERE instance_id = ?")) {
-            ps.setString(1, instance);
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    return null;
-                }
-                long until = rs.getLong(2);
-                return new Lease(rs.getString(1), rs.wasNull() ? null : until, rs.getInt(3));
-            }
         }
     }
 }

@@ -343,10 +343,10 @@ class HandOverTest {
 
     // ------------------------------------------------------------------ the table's view
 
-    private record Lease(String token, Long untilMs, int attempts) {}
+    record Lease(String token, Long untilMs, int attempts) {}
 
     /** The worker row of {@code instance} (activity 1), or null when there is none. */
-    private static Lease lease(String schema, String instance) throws SQLException {
+    static Lease lease(String schema, String instance) throws SQLException {
         return lease(schema, instance, 1);
     }
 
