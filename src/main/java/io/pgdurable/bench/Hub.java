@@ -41,6 +41,9 @@ final class Hub implements AutoCloseable {
                 .maxParkedWaiters(4096)
                 .inlineNotifyWhenIdle(!Boolean.getBoolean("pgdurable.bench.noInlineNotify"))
                 .handOverToParkedFetches(!Boolean.getBoolean("pgdurable.bench.noHandOver"))
+                // Off by default as in the library; on for every scenario only for A/B runs of its cost. The
+                // wake scenario sets it itself.
+                .handOverAcrossProcesses(Boolean.getBoolean("pgdurable.bench.handOverAcross"))
                 .longPollSignals(signals);
         PostgresProvider provider = PostgresProvider.create(tune.apply(mode.configure(b)).build());
         Hub hub = new Hub(mode, schema, provider, clock, signals);
