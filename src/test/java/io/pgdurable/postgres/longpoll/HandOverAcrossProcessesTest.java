@@ -57,6 +57,9 @@ class HandOverAcrossProcessesTest {
             FetchedWorkItem got = w.get(GET).orElseThrow();
             assertEquals(item, got.item());
             assertEquals(1, got.attemptCount());
+            // The listener's thread signals after handing the item over, so the fetch can return first.
+            h.signals.await(() -> h.signals.handOffsTaken() == 1 && !h.signals.wakeSourcesSince(wakes).isEmpty(),
+                    SETTLED, "the hand-over signalled");
             assertEquals(List.of(WakeSource.HANDOVER), h.signals.wakeSourcesSince(wakes));
             assertEquals(1, h.signals.handOffsTaken());
             HandOverTest.Lease lease = lease(h.schema, "hox-1");
@@ -104,7 +107,7 @@ class HandOverAcrossProcessesTest {
             FetchedWorkItem got = w.get(GET).orElseThrow();
             assertEquals("hox-dead", ((WorkItem.ActivityExecute) got.item()).instance());
             assertEquals(got.lockToken(), lease(h.schema, "hox-dead").token());
-            assertEquals(1, h.signals.handOffsTaken());
+            h.signals.await(() -> h.signals.handOffsTaken() == 1, SETTLED, "the hand-over signalled");
             assertEquals(0L, count(h.schema, "SELECT count(*) FROM %s.parked_fetches WHERE origin = 'dead'"),
                     "the dead taker's row is removed");
         }
@@ -130,7 +133,8 @@ class HandOverAcrossProcessesTest {
             other.enqueueForWorker(activity("hox-reconn", 1));
             FetchedWorkItem got = w.get(GET).orElseThrow();
             assertEquals("hox-reconn", ((WorkItem.ActivityExecute) got.item()).instance());
-            assertTrue(h.signals.wakeSourcesSince(wakes).contains(WakeSource.HANDOVER), h.signals.toString());
+            h.signals.await(() -> h.signals.wakeSourcesSince(wakes).contains(WakeSource.HANDOVER), SETTLED,
+                    "a hand-over wake");
         }
     }
 
