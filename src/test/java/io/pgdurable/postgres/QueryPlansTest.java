@@ -1,5 +1,6 @@
 package io.pgdurable.postgres;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -32,6 +33,8 @@ import org.junit.jupiter.api.TestInstance;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class QueryPlansTest {
     private static final int INSTANCES = 100_000;
+    private static final List<String> TOKEN_TAKING = List.of("renew_work_item_lock", "ack_work_item",
+            "abandon_work_item");
     private static final Pattern SEQ_SCAN = Pattern.compile("Seq Scan on (\\w+)");
     /** Whole-table aggregates: scanning is what they are asked to do. */
     private static final List<String> WHOLE_TABLE = List.of("get_system_metrics", "get_queue_depths");
@@ -130,6 +133,22 @@ class QueryPlansTest {
         explain("renew_work_item_lock", sql.renewWorkItemLock, "lock_w_1", now, 30_000L);
         explain("ack_work_item", sql.ackWorkItem, "lock_w_1", now, "inst-1", "ActivityCompleted", "{}");
         explain("abandon_work_item", sql.abandonWorkItem, "lock_w_2", now, 100L, true);
+        // Batched claims write row-naming tokens ('@<id>:...', migration V17), found by primary key; the others are
+        // found through the partial index on lock_token.
+        explain("fetch_work_items (untagged, 3)", sql.fetchWorkItems, now, 30_000L, "lock_wb", null, null, 0,
+                new String[0], 3, 1_000_000L, true);
+        explain("fetch_work_item (untagged, a second lease)", sql.fetchWorkItem, now, 30_000L, "lock_w_3", null, null,
+                0, new String[0]);
+        List<String> rowTokens = rowNamingTokens();
+        assertEquals(3, rowTokens.size(), "the batched claim wrote row-naming tokens: " + rowTokens);
+        explain("renew_work_item_lock (row-naming token)", sql.renewWorkItemLock, rowTokens.get(0), now, 30_000L);
+        explain("ack_work_item (row-naming token)", sql.ackWorkItem, rowTokens.get(0), now, "inst-3", "ActivityCompleted",
+                "{}");
+        explain("abandon_work_item (row-naming token)", sql.abandonWorkItem, rowTokens.get(1), now, 0L, true);
+        explain("ack_work_items (row-naming, other and unknown tokens)", sql.ackWorkItems,
+                new String[] {rowTokens.get(2), "lock_w_3", "@1:lock_unknown", "lock_unknown"},
+                new Long[] {now, now, now, now}, new String[] {null, null, null, null},
+                new String[] {null, null, null, null}, new String[] {null, null, null, null});
         explain("read_history", sql.readHistory, "inst-70", null);
         explain("get_custom_status", sql.getCustomStatus, "inst-70", 0L);
         explain("get_kv_values", sql.getKvValues, "inst-80", null);
@@ -160,6 +179,29 @@ class QueryPlansTest {
             }
         }
         assertTrue(violations.isEmpty(), "statements scanning a table of a 100k-instance hub: " + violations);
+
+        // A token finds its row by one probe (primary key or the token index), never by reading the lease-end
+        // index, which holds every live lease (the planner took it once a token comparison implied a lease).
+        List<String> leaseWalks = new ArrayList<>();
+        for (Map.Entry<String, String> e : plans.entrySet()) {
+            if (TOKEN_TAKING.stream().anyMatch(e.getKey()::startsWith)
+                    && e.getValue().contains("worker_queue_leased_until_idx")) {
+                leaseWalks.add(e.getKey());
+            }
+        }
+        assertTrue(leaseWalks.isEmpty(), "token lookups reading the lease-end index: " + leaseWalks + "\n"
+                + leaseWalks.stream().map(plans::get).toList());
+    }
+
+    private List<String> rowNamingTokens() throws SQLException {
+        List<String> tokens = new ArrayList<>();
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT lock_token FROM "
+                + Identifiers.quote(schema) + ".worker_queue WHERE lock_token LIKE '@%' ORDER BY id")) {
+            while (rs.next()) {
+                tokens.add(rs.getString(1));
+            }
+        }
+        return tokens;
     }
 
     private void explain(String label, String statement, Object... params) throws SQLException {
