@@ -156,9 +156,10 @@ class UnleasedClaimsTest {
         long t0 = System.currentTimeMillis();
         enqueue(2, t0);
         assertEquals(List.of("item-1", "item-2"), claimMany(t0, "ab", 2));
-        try (PreparedStatement ps = c.prepareStatement("SELECT " + s + ".abandon_work_item(?, ?, 0, false)")) {
-            ps.setString(1, "ab.1");
-            ps.setLong(2, t0);
+        // The token the claim wrote for item-1 (its form is the claim's business: V17 names the row in it).
+        try (PreparedStatement ps = c.prepareStatement("SELECT " + s + ".abandon_work_item((SELECT lock_token FROM "
+                + s + ".worker_queue WHERE work_item = 'item-1'), ?, 0, false)")) {
+            ps.setLong(1, t0);
             ps.execute(); // item-1 released: unleased again, while item-2's lease runs on
         }
         long later = t0 + LOCK_MS; // item-2's lease has ended too
