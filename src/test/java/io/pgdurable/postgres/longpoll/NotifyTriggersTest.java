@@ -32,12 +32,10 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
-import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -197,15 +195,7 @@ class NotifyTriggersTest {
     }
 
     private static void migrateTo7(String schema) {
-        Flyway.configure(NotifyTriggersTest.class.getClassLoader())
-                .dataSource(TestDatabase.url(), null, null)
-                .schemas(schema).defaultSchema(schema).createSchemas(true)
-                .table("pgdurable_schema_history")
-                .locations("classpath:io/pgdurable/migrations")
-                .placeholders(Map.of("schema", Identifiers.quote(schema), "schema_name", schema,
-                        "channel", NotifyChannel.forSchema(schema)))
-                .target("7")
-                .load().migrate();
+        TestDatabase.migrateTo(schema, "7");
     }
 
     @Test
