@@ -17,6 +17,7 @@ import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationInfo;
 import org.flywaydb.core.api.MigrationState;
+import org.flywaydb.core.api.configuration.FluentConfiguration;
 import org.flywaydb.core.internal.exception.FlywaySqlException;
 import org.flywaydb.database.postgresql.PostgreSQLConfigurationExtension;
 import org.slf4j.Logger;
@@ -311,7 +312,23 @@ public final class SchemaMigrator {
         }
     }
 
+    /**
+     * Applies the migrations up to {@code version} only, leaving the schema as a node of that version left it. For
+     * upgrade tests: no advisory lock, no activation.
+     */
+    void applyUpTo(String version) {
+        try {
+            configuration().target(version).load().migrate();
+        } catch (FlywayException e) {
+            throw translate(e);
+        }
+    }
+
     private Flyway flyway() {
+        return configuration().load();
+    }
+
+    private FluentConfiguration configuration() {
         var configuration = Flyway.configure(SchemaMigrator.class.getClassLoader())
                 .dataSource(dataSource)
                 .schemas(schema)
@@ -326,7 +343,7 @@ public final class SchemaMigrator {
                 .loggers("slf4j");
         // A transactional advisory lock would deadlock CREATE INDEX CONCURRENTLY; we hold our own session lock.
         configuration.getPluginRegister().getPlugin(PostgreSQLConfigurationExtension.class).setTransactionalLock(false);
-        return configuration.load();
+        return configuration;
     }
 
     /** FNV-1a over "pgdurable:migrations:" + schema: a stable 64-bit advisory lock key per schema. */

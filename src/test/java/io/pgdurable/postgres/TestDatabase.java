@@ -1,14 +1,12 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.longpoll.NotifyChannel;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedDeque;
-import org.flywaydb.core.Flyway;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * The one place tests find PostgreSQL: an embedded PostgreSQL of the major {@code PGDURABLE_TEST_PG_MAJOR} names
@@ -212,14 +210,8 @@ public final class TestDatabase {
 
     /** Migrates {@code schema} up to {@code version} only, as a node of that version left it (for upgrade tests). */
     public static void migrateTo(String schema, String version) {
-        Flyway.configure(TestDatabase.class.getClassLoader())
-                .dataSource(url(), null, null)
-                .schemas(schema).defaultSchema(schema).createSchemas(true)
-                .table("pgdurable_schema_history")
-                .locations("classpath:io/pgdurable/migrations")
-                .placeholders(Map.of("schema", Identifiers.quote(schema), "schema_name", schema,
-                        "channel", NotifyChannel.forSchema(schema)))
-                .target(version)
-                .load().migrate();
+        PGSimpleDataSource ds = new PGSimpleDataSource();
+        ds.setURL(url());
+        new SchemaMigrator(ds, config(schema).build()).applyUpTo(version);
     }
 }

@@ -36,7 +36,6 @@ import org.junit.jupiter.api.function.Executable;
  */
 class RowNamingTokensTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
-    private final List<String> schemas = new ArrayList<>();
     private final List<PostgresProvider> providers = new ArrayList<>();
     private final BatchDb.MovableClock clock = new BatchDb.MovableClock();
     private String schema;
@@ -44,13 +43,14 @@ class RowNamingTokensTest {
     @AfterEach
     void stop() {
         providers.forEach(PostgresProvider::close);
-        schemas.forEach(TestDatabase::dropSchema);
+        if (schema != null) {
+            TestDatabase.dropSchema(schema);
+        }
     }
 
     private PostgresProvider provider() {
         if (schema == null) {
             schema = TestDatabase.newSchemaName("rowtok");
-            schemas.add(schema);
         }
         PostgresProvider p = PostgresProvider.create(TestDatabase.config(schema).clock(clock).build());
         providers.add(p);
@@ -237,7 +237,6 @@ class RowNamingTokensTest {
     @Test
     void a_lease_taken_before_the_migration_is_acked_renewed_and_released_after_it() throws SQLException {
         schema = TestDatabase.newSchemaName("rowtok_up");
-        schemas.add(schema);
         TestDatabase.migrateTo(schema, "16");
         List<String> tokens = new ArrayList<>();
         try (Connection c = TestDatabase.connect()) {
