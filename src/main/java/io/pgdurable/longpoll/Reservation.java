@@ -31,6 +31,7 @@ public final class Reservation {
             return false;
         }
         registry.handedOver(queue);
+        waiter.unpark();
         return true;
     }
 

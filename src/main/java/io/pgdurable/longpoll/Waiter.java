@@ -47,22 +47,33 @@ final class Waiter {
         this.takes = takes;
     }
 
-    /** Takes the hint if this waiter can use it and holds no other wake (a reserved one keeps it aside). */
-    boolean offer(Hint hint) {
+    /**
+     * Takes the hint if this waiter can use it and holds no other wake (a reserved one keeps it aside). A taken hint
+     * does not release the fetch yet: the registry records the wake first and then calls {@link #unpark}, so whoever
+     * observes the fetch return also observes what woke it.
+     */
+    Offered offer(Hint hint) {
         if (closed || !route.accepts(hint)) {
-            return false;
+            return Offered.REFUSED;
         }
         while (true) {
             Object p = pending.get();
             if (p == null || p == PARKED) {
                 if (pending.compareAndSet(p, hint)) {
-                    permit.release();
-                    return true;
+                    return Offered.TAKEN;
                 }
             } else {
-                return p == RESERVED && aside.compareAndSet(null, hint);
+                return p == RESERVED && aside.compareAndSet(null, hint) ? Offered.KEPT_ASIDE : Offered.REFUSED;
             }
         }
+    }
+
+    /**
+     * Releases the fetch after a {@link Offered#TAKEN} offer or a successful {@link #handOver}. A fetch that gave up
+     * in between has already taken (or passed on) its wake, so the spare permit it receives is never read.
+     */
+    void unpark() {
+        permit.release();
     }
 
     /** True while the waiter has no wake pending (a hint can still reach it). */
@@ -76,11 +87,13 @@ final class Waiter {
         return takes != null && !closed && pending.compareAndSet(PARKED, RESERVED);
     }
 
-    /** The reserving writer's item; false when the fetch gave up first (the writer must release the item). */
+    /**
+     * The reserving writer's item; false when the fetch gave up first (the writer must release the item). On true the
+     * caller records the wake and then {@link #unpark}s the fetch.
+     */
     boolean handOver(Object item) {
         handed = item;
         if (pending.compareAndSet(RESERVED, DELIVERED)) {
-            permit.release();
             return true;
         }
         handed = null;
@@ -176,6 +189,9 @@ final class Waiter {
     }
 
     enum Outcome { TIMEOUT, CLOSED, INTERRUPTED }
+
+    /** What {@link #offer} did with a hint: refused it, took it (the fetch awaits {@link #unpark}), or kept it aside. */
+    enum Offered { REFUSED, TAKEN, KEPT_ASIDE }
 
     /** An item a writer handed over: the fetch's result, leased to it already. */
     record Delivered(Object item) {}

@@ -149,27 +149,53 @@ final class WaiterRegistry {
         epochs.incrementAndGet(hint.queue().ordinal());
         int budget = hint.wakes();
         int n = 0;
+        Waiter first = null; // the common wake releases one fetch: no list for it
+        List<Waiter> more = null;
         lock.lock();
         try {
             for (Waiter w : waiters.get(hint.queue())) {
                 if (n == budget) {
                     break;
                 }
-                if (w != except && w.offer(hint)) {
-                    n++;
+                if (w == except) {
+                    continue;
+                }
+                Waiter.Offered offered = w.offer(hint);
+                if (offered == Waiter.Offered.REFUSED) {
+                    continue;
+                }
+                n++;
+                if (offered == Waiter.Offered.TAKEN) {
+                    if (first == null) {
+                        first = w;
+                    } else {
+                        if (more == null) {
+                            more = new ArrayList<>();
+                        }
+                        more.add(w);
+                    }
                 }
             }
         } finally {
             lock.unlock();
         }
+        // Recorded before any fetch is released, so a fetch's return always finds its wake counted.
         for (int i = 0; i < n; i++) {
             signals.waiterWoken(hint.queue(), source);
         }
         woken.addAndGet(n);
+        if (first != null) {
+            first.unpark();
+        }
+        if (more != null) {
+            for (Waiter w : more) {
+                w.unpark();
+            }
+        }
         return n;
     }
 
-    /** A reserved fetch was handed its item: counted and signalled as a wake. */
+    /** A reserved fetch was handed its item: counted and signalled as a wake, before the fetch is released. */
     void handedOver(QueueKind queue) {
         signals.waiterWoken(queue, WakeSource.HANDOVER);
         woken.incrementAndGet();
