@@ -1,5 +1,6 @@
 package io.pgdurable.postgres.batch;
 
+import static io.pgdurable.postgres.batch.BatchDb.activity;
 import static io.pgdurable.postgres.batch.BatchDb.q;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -9,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
-import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.ProviderException;
@@ -32,31 +32,22 @@ import org.junit.jupiter.api.Test;
  */
 class AckRoundTripsTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
-    private final List<String> schemas = new ArrayList<>();
-    private final List<PostgresProvider> providers = new ArrayList<>();
+    private final Hubs hubs = new Hubs("ackrt");
     private final BatchDb.MovableClock clock = new BatchDb.MovableClock();
     private String schema;
 
     @AfterEach
     void stop() {
-        providers.forEach(PostgresProvider::close);
-        schemas.forEach(TestDatabase::dropSchema);
+        hubs.close();
     }
 
     private PostgresProvider provider(UnaryOperator<PostgresProviderConfig.Builder> tune) {
-        schema = TestDatabase.newSchemaName("ackrt");
-        schemas.add(schema);
-        PostgresProvider p = PostgresProvider.create(tune.apply(TestDatabase.config(schema).clock(clock)).build());
-        providers.add(p);
-        return p;
+        schema = hubs.newSchema();
+        return hubs.open(schema, b -> tune.apply(b.clock(clock)));
     }
 
     private PostgresProvider provider() {
         return provider(b -> b);
-    }
-
-    private static WorkItem.ActivityExecute activity(long id) {
-        return new WorkItem.ActivityExecute("inst", 1, id, "A", "{}");
     }
 
     private static WorkItem.ActivityCompleted completion(long id) {

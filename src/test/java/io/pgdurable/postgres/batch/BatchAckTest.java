@@ -1,5 +1,6 @@
 package io.pgdurable.postgres.batch;
 
+import static io.pgdurable.postgres.batch.BatchDb.activity;
 import static io.pgdurable.postgres.batch.BatchDb.q;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -11,7 +12,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
-import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.FetchedWorkItem;
@@ -40,27 +40,17 @@ import org.junit.jupiter.api.Test;
 /** Batched terminal acks: opt-in, per-item outcomes, one transaction per flush, the close barrier. */
 class BatchAckTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
-    private final List<String> schemas = new ArrayList<>();
-    private final List<PostgresProvider> providers = new ArrayList<>();
+    private final Hubs hubs = new Hubs("back");
     private final ExecutorService threads = Executors.newCachedThreadPool();
 
     @AfterEach
     void stop() {
         threads.shutdownNow();
-        providers.forEach(PostgresProvider::close);
-        schemas.forEach(TestDatabase::dropSchema);
+        hubs.close();
     }
 
     private PostgresProvider provider(UnaryOperator<PostgresProviderConfig.Builder> tune) {
-        String schema = TestDatabase.newSchemaName("back");
-        schemas.add(schema);
-        PostgresProvider p = PostgresProvider.create(tune.apply(TestDatabase.config(schema)).build());
-        providers.add(p);
-        return p;
-    }
-
-    private static WorkItem.ActivityExecute activity(long id) {
-        return new WorkItem.ActivityExecute("inst", 1, id, "A", "{}");
+        return hubs.open(tune);
     }
 
     private static WorkItem.ActivityCompleted completion(long id) {

@@ -1,6 +1,7 @@
 package io.pgdurable.postgres.batch;
 
 import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.WorkItem;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -18,6 +19,11 @@ import java.util.function.BooleanSupplier;
 /** Direct SQL on a test schema (what is really stored), a clock tests can move, and a bounded condition wait. */
 final class BatchDb {
     private BatchDb() {}
+
+    /** A plain activity of instance "inst" with input "{}": no session, no tag. */
+    static WorkItem.ActivityExecute activity(long id) {
+        return new WorkItem.ActivityExecute("inst", 1, id, "A", "{}");
+    }
 
     static String q(String schema) {
         return "\"" + schema + "\"";

@@ -39,21 +39,15 @@ import org.junit.jupiter.api.Test;
 /** Batched worker fetch: count, wait and size bounds, FIFO, tag and session rules, concurrency. */
 class BatchFetchTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
-    private final List<String> schemas = new ArrayList<>();
-    private final List<PostgresProvider> providers = new ArrayList<>();
+    private final Hubs hubs = new Hubs("bfetch");
 
     @AfterEach
     void stop() {
-        providers.forEach(PostgresProvider::close);
-        schemas.forEach(TestDatabase::dropSchema);
+        hubs.close();
     }
 
     private PostgresProvider provider(UnaryOperator<PostgresProviderConfig.Builder> tune) {
-        String schema = TestDatabase.newSchemaName("bfetch");
-        schemas.add(schema);
-        PostgresProvider p = PostgresProvider.create(tune.apply(TestDatabase.config(schema)).build());
-        providers.add(p);
-        return p;
+        return hubs.open(tune);
     }
 
     private PostgresProvider provider() {
@@ -283,8 +277,7 @@ class BatchFetchTest {
     @Test
     void concurrent_batch_fetchers_never_share_an_item_and_sessions_keep_owner_and_order() throws Exception {
         PostgresProvider p = provider(b -> b.poolSize(8));
-        PostgresProvider peer = PostgresProvider.create(TestDatabase.config(p.config().schema()).poolSize(4).build());
-        providers.add(peer);
+        PostgresProvider peer = hubs.open(p.config().schema(), b -> b.poolSize(4));
         int plain = 300;
         int sessions = 20;
         int perSession = 10;

@@ -1,11 +1,11 @@
 package io.pgdurable.postgres.batch;
 
+import static io.pgdurable.postgres.batch.BatchDb.activity;
 import static io.pgdurable.postgres.batch.BatchDb.q;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
-import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.FetchedWorkItem;
@@ -13,7 +13,6 @@ import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
@@ -27,21 +26,17 @@ import org.junit.jupiter.api.Test;
  */
 class ClaimCommitTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
-    private final List<String> schemas = new ArrayList<>();
-    private final List<PostgresProvider> providers = new ArrayList<>();
+    private final Hubs hubs = new Hubs("claimc");
     private String schema;
 
     @AfterEach
     void stop() {
-        providers.forEach(PostgresProvider::close);
-        schemas.forEach(TestDatabase::dropSchema);
+        hubs.close();
     }
 
     private PostgresProvider provider(UnaryOperator<PostgresProviderConfig.Builder> tune) {
-        schema = TestDatabase.newSchemaName("claimc");
-        schemas.add(schema);
-        PostgresProvider p = PostgresProvider.create(tune.apply(TestDatabase.config(schema)).build());
-        providers.add(p);
+        schema = hubs.newSchema();
+        PostgresProvider p = hubs.open(schema, tune);
         String s = q(schema);
         BatchDb.execute("CREATE TABLE " + s + ".commit_modes (n BIGSERIAL, what TEXT, mode TEXT)");
         BatchDb.execute("CREATE FUNCTION " + s + ".record_commit_mode() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
@@ -64,10 +59,6 @@ class ClaimCommitTest {
         List<String> out = BatchDb.strings("SELECT what || ' ' || mode FROM " + q(schema) + ".commit_modes ORDER BY n");
         BatchDb.execute("DELETE FROM " + q(schema) + ".commit_modes");
         return out;
-    }
-
-    private static WorkItem.ActivityExecute activity(long id) {
-        return new WorkItem.ActivityExecute("inst", 1, id, "A", "{}");
     }
 
     @Test

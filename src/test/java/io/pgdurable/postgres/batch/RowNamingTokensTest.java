@@ -1,5 +1,6 @@
 package io.pgdurable.postgres.batch;
 
+import static io.pgdurable.postgres.batch.BatchDb.activity;
 import static io.pgdurable.postgres.batch.BatchDb.q;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -36,29 +37,20 @@ import org.junit.jupiter.api.function.Executable;
  */
 class RowNamingTokensTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
-    private final List<PostgresProvider> providers = new ArrayList<>();
+    private final Hubs hubs = new Hubs("rowtok");
     private final BatchDb.MovableClock clock = new BatchDb.MovableClock();
     private String schema;
 
     @AfterEach
     void stop() {
-        providers.forEach(PostgresProvider::close);
-        if (schema != null) {
-            TestDatabase.dropSchema(schema);
-        }
+        hubs.close();
     }
 
     private PostgresProvider provider() {
         if (schema == null) {
-            schema = TestDatabase.newSchemaName("rowtok");
+            schema = hubs.newSchema();
         }
-        PostgresProvider p = PostgresProvider.create(TestDatabase.config(schema).clock(clock).build());
-        providers.add(p);
-        return p;
-    }
-
-    private static WorkItem.ActivityExecute activity(long id) {
-        return new WorkItem.ActivityExecute("inst", 1, id, "A", "{}");
+        return hubs.open(schema, b -> b.clock(clock));
     }
 
     private static long activityId(FetchedWorkItem f) {
@@ -204,6 +196,37 @@ class RowNamingTokensTest {
         assertEquals(List.of(2L), BatchDb.workerActivities(schema));
     }
 
+    /**
+     * V18 parses a token with string functions instead of V17's regular expression; it must accept exactly the same
+     * texts and read the same row id from them. The expression is kept here as the reference.
+     */
+    @Test
+    void the_token_parser_reads_the_same_row_ids_as_the_regular_expression_it_replaced() throws SQLException {
+        provider();
+        List<String> tokens = List.of("@1:x", "@1:", "@007:x", "@123456789012345678:x", "@1234567890123456789:x",
+                "@:x", "@", "", "@12", "@12a:x", "@-1:x", "@+1:x", "@ 1:x", "@1 :x", "@@1:x", "@\u0663:x",
+                "@\uff11:x", "@1:2:3", "@1.5:x", "ab.1", "lock_1", ":1", "1:x", "@0:x", "@9223372036854775807:x");
+        String sql = "SELECT t, " + q(schema) + ".worker_token_row(t), CASE WHEN t ~ '^@[0-9]{1,18}:' THEN "
+                + "substring(t FROM 2 FOR strpos(t, ':') - 2)::BIGINT END FROM unnest(?::TEXT[]) AS t";
+        int parsed = 0;
+        try (Connection c = TestDatabase.connect(); PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setArray(1, c.createArrayOf("text", tokens.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    Object parser = rs.getObject(2);
+                    assertEquals(rs.getObject(3), parser, "token '" + rs.getString(1) + "'");
+                    parsed += parser == null ? 0 : 1;
+                }
+            }
+            try (PreparedStatement nulls = c.prepareStatement("SELECT " + q(schema) + ".worker_token_row(NULL)");
+                 ResultSet rs = nulls.executeQuery()) {
+                rs.next();
+                assertNull(rs.getObject(1), "a NULL token names no row");
+            }
+        }
+        assertEquals(6, parsed, "row-naming tokens among the inputs");
+    }
+
     @Test
     void an_ended_row_naming_lease_is_refused_saying_how_long_ago_it_expired() {
         PostgresProvider p = provider();
@@ -236,7 +259,7 @@ class RowNamingTokensTest {
 
     @Test
     void a_lease_taken_before_the_migration_is_acked_renewed_and_released_after_it() throws SQLException {
-        schema = TestDatabase.newSchemaName("rowtok_up");
+        schema = hubs.newSchema();
         TestDatabase.migrateTo(schema, "16");
         List<String> tokens = new ArrayList<>();
         try (Connection c = TestDatabase.connect()) {

@@ -1,5 +1,6 @@
 package io.pgdurable.postgres.batch;
 
+import static io.pgdurable.postgres.batch.BatchDb.activity;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -66,10 +67,6 @@ class SpiDefaultMethodsTest {
     void stop() {
         real.close();
         TestDatabase.dropSchema(schema);
-    }
-
-    private static WorkItem.ActivityExecute activity(long id) {
-        return new WorkItem.ActivityExecute("inst", 1, id, "A", "{}");
     }
 
     @Test
