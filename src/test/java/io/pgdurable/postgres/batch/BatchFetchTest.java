@@ -55,7 +55,7 @@ class BatchFetchTest {
     }
 
     private static WorkItem.ActivityExecute activity(long id) {
-        return new WorkItem.ActivityExecute("inst", 1, id, "A", "{}");
+        return BatchDb.activity(id); // named here too: the overload below would hide a static import
     }
 
     private static WorkItem.ActivityExecute activity(long id, String session, String tag, String input) {
