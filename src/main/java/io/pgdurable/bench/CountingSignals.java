@@ -1,6 +1,8 @@
 package io.pgdurable.bench;
 
 import io.pgdurable.longpoll.LongPollSignals;
+import io.pgdurable.longpoll.QueueKind;
+import io.pgdurable.longpoll.WakeSource;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -12,7 +14,15 @@ final class CountingSignals implements LongPollSignals {
     private final AtomicLong scans = new AtomicLong();
     private final AtomicLong wakes = new AtomicLong();
     private final AtomicLong reconnects = new AtomicLong();
+    private final AtomicLong uselessWakes = new AtomicLong();
+    private final Map<WakeSource, AtomicLong> wakesBySource = new java.util.EnumMap<>(WakeSource.class);
     private volatile boolean listening;
+
+    CountingSignals() {
+        for (WakeSource s : WakeSource.values()) {
+            wakesBySource.put(s, new AtomicLong());
+        }
+    }
 
     @Override
     public void listening(boolean reconnect) {
@@ -42,6 +52,17 @@ final class CountingSignals implements LongPollSignals {
         wakes.incrementAndGet();
     }
 
+    @Override
+    public void waiterWoken(QueueKind queue, WakeSource source) {
+        wakesBySource.get(source).incrementAndGet();
+        waiterWoken(queue.label());
+    }
+
+    @Override
+    public void uselessWake(QueueKind queue) {
+        uselessWakes.incrementAndGet();
+    }
+
     boolean listening() {
         return listening;
     }
@@ -54,6 +75,8 @@ final class CountingSignals implements LongPollSignals {
         m.put("timerScans", scans.get());
         m.put("wakes", wakes.get());
         m.put("reconnects", reconnects.get());
+        m.put("uselessWakes", uselessWakes.get());
+        wakesBySource.forEach((k, v) -> m.put("wakes." + k.label(), v.get()));
         return m;
     }
 

@@ -73,6 +73,7 @@ final class TimerScenario extends PairedScenario {
         AtomicLong early = new AtomicLong();
         AtomicInteger started = new AtomicInteger();
         Workers dispatchers = new Workers();
+        Map<String, Long> signals = Map.of();
         try (Hub hub = ctx.hub(name(), mode, DISPATCHERS + 2);
              Workers.Stopping stopFirst = dispatchers.stopFirst()) {
             OrchestrationProvider p = hub.provider();
@@ -112,6 +113,7 @@ final class TimerScenario extends PairedScenario {
             }
             dispatchers.check();
             hub.awaitParked(DISPATCHERS, 10_000);
+            Map<String, Long> signals0 = hub.signals().snapshot();
             long maxDelay = prof.timerMaxDelay().toMillis();
             for (int i = 0; i < samples; i++) {
                 long delay = 50 + ThreadLocalRandom.current().nextLong(maxDelay - 50 + 1);
@@ -130,6 +132,7 @@ final class TimerScenario extends PairedScenario {
             }
             Pause.until(() -> delivered.size() >= samples || dispatchers.failure() != null, maxDelay + 10_000);
             dispatchers.check();
+            signals = CountingSignals.delta(signals0, hub.signals().snapshot());
             dispatchers.stop();
         } finally {
             dispatchers.stop();
@@ -140,7 +143,8 @@ final class TimerScenario extends PairedScenario {
                 .metric("undelivered", samples - delivered.size(), "items", "not delivered within max delay + 10 s")
                 .latency("lateness", all)
                 .latency("timerFired", timerFired)
-                .latency("delayedEnqueue", delayed);
+                .latency("delayedEnqueue", delayed)
+                .detail("signals", signals);
     }
 
     /** The visible-at of a sample; it is stored right after its enqueue returns, well before it can be fetched. */

@@ -175,10 +175,14 @@ public final class LongPoller implements AutoCloseable {
             long lastUnsuccessfulWake = 0;
             int unsuccessfulWakes = 0;
             boolean first = true;
+            boolean handedOn = false;
             while (true) {
                 long epoch = registry.epoch(queue);
                 Optional<T> result;
-                if (first && knownEmpty(claimKey, epoch)) {
+                if (handedOn) {
+                    result = Optional.empty(); // the wake went to a fetch that claims at once; this one waits on
+                    handedOn = false;
+                } else if (first && knownEmpty(claimKey, epoch)) {
                     result = Optional.empty();
                     signals.claimSkipped(queue.label());
                 } else {
@@ -201,8 +205,12 @@ public final class LongPoller implements AutoCloseable {
                         registry.wake(wokenBy.passedOn(), waiter, WakeSource.HANDOFF);
                     }
                     signals.uselessWake(queue);
-                    unsuccessfulWakes++;
-                    lastUnsuccessfulWake = System.nanoTime();
+                    if (wokenBy.hops() == 0) {
+                        // Only a wake meant for this fetch alone says its wakes keep failing: a passed-on wake or
+                        // the probe's wake-everyone is a guess that often fails by design.
+                        unsuccessfulWakes++;
+                        lastUnsuccessfulWake = System.nanoTime();
+                    }
                 }
                 long remaining = deadline - System.nanoTime();
                 if (remaining <= 0) {
@@ -218,14 +226,22 @@ public final class LongPoller implements AutoCloseable {
                     return Optional.empty(); // timed out, closed or interrupted (the flag is kept)
                 }
                 wokenBy = hint;
-                // One useless wake is common and cheap (a wake raced by another fetch, a probe's wake-everyone):
-                // only a fetch whose wakes keep failing waits out the cadence, so a real wake right after a
-                // useless one is served at once.
-                if (unsuccessfulWakes >= 2 && !coalesce(lastUnsuccessfulWake, deadline)) {
-                    // Out of time (or interrupted, or closing) before the claim this wake asked for: the wake was
-                    // never used, so it goes to another waiter instead of ending with this fetch.
-                    registry.wake(hint, waiter, WakeSource.HANDOFF);
-                    return Optional.empty();
+                // One useless wake is common and cheap (a wake raced by another fetch): only a fetch whose wakes
+                // keep failing waits out the cadence, so a real wake right after a useless one is served at once.
+                // A wake for it meanwhile is not kept waiting with it: a fetch that can claim at once takes it
+                // (the wake's one pass), and this fetch waits on without a claim.
+                if (unsuccessfulWakes >= 2 && paused(lastUnsuccessfulWake)) {
+                    if (hint.hops() == 0 && registry.wake(hint.passedOn(), waiter, WakeSource.HANDOFF) > 0) {
+                        wokenBy = null;
+                        handedOn = true;
+                        continue;
+                    }
+                    if (!coalesce(waiter, lastUnsuccessfulWake, deadline)) {
+                        // Out of time (or interrupted, or closing) before the claim this wake asked for: the wake
+                        // was never used, so it goes to another waiter instead of ending with this fetch.
+                        registry.wake(hint, waiter, WakeSource.HANDOFF);
+                        return Optional.empty();
+                    }
                 }
             }
         } finally {
@@ -265,20 +281,34 @@ public final class LongPoller implements AutoCloseable {
         return pollTimeout.compareTo(Duration.ofNanos(cap)) >= 0 ? cap : pollTimeout.toNanos();
     }
 
-    /** Repeated unsuccessful wakes retry at most once per cadence; false when interrupted or out of time. */
-    private boolean coalesce(long lastUnsuccessfulWake, long deadline) {
+    /** Within a cadence of the last useless wake: a fetch whose wakes keep failing waits before it claims again. */
+    private boolean paused(long lastUnsuccessfulWake) {
+        return System.nanoTime() - lastUnsuccessfulWake < settings.wakeCoalescing().toNanos();
+    }
+
+    /**
+     * Waits out the cadence after the last useless wake (repeated unsuccessful wakes retry at most once per cadence);
+     * false when interrupted, out of time or closing. Meanwhile the fetch refuses wakes, so they go to fetches that
+     * claim at once instead of waiting here (it claims after the pause in any case).
+     */
+    private boolean coalesce(Waiter waiter, long lastUnsuccessfulWake, long deadline) {
         long until = Math.min(lastUnsuccessfulWake + settings.wakeCoalescing().toNanos(), deadline);
         long wait = until - System.nanoTime();
         if (wait <= 0) {
             // A wake that arrives once the deadline has passed is handed on like one that arrives during the pause.
             return System.nanoTime() < deadline && !closed.get();
         }
+        boolean refusing = waiter.pause();
         try {
             TimeUnit.NANOSECONDS.sleep(wait);
             return System.nanoTime() < deadline && !closed.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
+        } finally {
+            if (refusing) {
+                waiter.resume();
+            }
         }
     }
 
@@ -494,7 +524,9 @@ public final class LongPoller implements AutoCloseable {
      * most once per fallback interval.
      */
     private static Hint toEveryIdle(Hint h) {
-        return new Hint(h.queue(), h.atMs(), Integer.MAX_VALUE, h.untagged(), h.tags(), h.sessions(), h.hops());
+        // Marked as passed on already: it reaches every idle fetch, so one that cannot use it has nobody to pass it
+        // to, and its failure says nothing about that fetch's own wakes.
+        return new Hint(h.queue(), h.atMs(), Integer.MAX_VALUE, h.untagged(), h.tags(), h.sessions(), 1);
     }
 
     /**

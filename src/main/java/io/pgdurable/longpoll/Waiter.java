@@ -29,13 +29,18 @@ final class Waiter {
      * before it deregisters goes to another waiter at once rather than through this one's hand-back.
      */
     private static final Object FINISHED = new Object();
+    /**
+     * {@link #pending} while the fetch waits out the wake cadence before claiming again: wakes go to other fetches,
+     * which claim at once; this one claims when the pause ends in any case.
+     */
+    private static final Object PAUSED = new Object();
     private static final Hint[] NONE = new Hint[0];
 
     final Route route;
     /** What this fetch takes from a writer's hand-over (the provider's claim request), or null: it only claims. */
     final Object takes;
     private final Semaphore permit = new Semaphore(0);
-    /** null (claiming, no wake), {@link #PARKED}, a {@link Hint}, or one of the reservation states above. */
+    /** null (claiming, no wake), {@link #PARKED}, {@link #PAUSED}, a {@link Hint}, or a reservation state above. */
     private final AtomicReference<Object> pending = new AtomicReference<>();
     /** A wake that arrived while reserved. */
     private final AtomicReference<Hint> aside = new AtomicReference<>();
@@ -74,6 +79,15 @@ final class Waiter {
      */
     void unpark() {
         permit.release();
+    }
+
+    /** Refuses wakes until {@link #resume}; false when a wake arrived first (the fetch will use it after the pause). */
+    boolean pause() {
+        return pending.compareAndSet(null, PAUSED);
+    }
+
+    void resume() {
+        pending.compareAndSet(PAUSED, null);
     }
 
     /** True while the waiter has no wake pending (a hint can still reach it). */

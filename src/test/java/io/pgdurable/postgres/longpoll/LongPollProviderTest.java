@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.QueueKind;
+import io.pgdurable.longpoll.WakeSource;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.TestDatabase;
@@ -284,6 +285,60 @@ class LongPollProviderTest {
                 slipped.add(slip);
             }
             fail("the older fetch's deadline never ended inside its coalescing pause in 3 rounds: " + slipped);
+        }
+    }
+
+    /**
+     * A fetch whose wakes keep failing waits out the cadence before it claims again, but it does not keep a new wake
+     * waiting with it: a fetch that can claim at once gets it. Before, the fresh instance waited out the older fetch's
+     * pause (up to 100 ms by default, the timer scenario's 20–98 ms tail). The cadence is 5 s here, so the older
+     * fetch is still pausing whatever the machine's load, and only the hand-on can deliver within the bound.
+     */
+    @Test
+    void a_wake_for_a_fetch_pausing_after_useless_wakes_goes_to_a_fetch_that_claims_at_once() {
+        UnaryOperator<PostgresProviderConfig.Builder> slowCadence =
+                b -> NO_FALLBACK.apply(b).handOverToParkedFetches(false).wakeCoalescing(Duration.ofSeconds(5));
+        try (LongPollHarness h = open("lppausehandon", slowCadence);
+             LongPollHarness elsewhere = onSchema(h.schema, slowCadence)) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            h.startInstance("locked");
+            p.enqueueForOrchestrator(event("locked", "m1"), null);
+            // Held by another provider (process): this one cannot know the instance is locked, so it wakes for it.
+            FetchedOrchestration held = elsewhere.provider.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)
+                    .orElseThrow();
+            BackgroundFetch<FetchedOrchestration> older = h.parkOrchestrator("older", Duration.ofSeconds(20));
+            older.awaitParked(Duration.ofSeconds(5));
+            BackgroundFetch<FetchedOrchestration> younger = h.parkOrchestrator("younger", Duration.ofSeconds(20));
+            younger.awaitParked(Duration.ofSeconds(5));
+            long useless = h.signals.uselessWakes();
+            for (int k = 2; k <= 3; k++) { // two useless wakes meant for the older fetch: it is now in its pause
+                long wakes = h.signals.wakes();
+                p.enqueueForOrchestrator(event("locked", "m" + k), null);
+                h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m" + k);
+                Waits.until(() -> older.parked() && younger.parked(), Duration.ofSeconds(5),
+                        () -> "both fetches to park again; older " + older.describe());
+            }
+            assertTrue(h.signals.uselessWakes() >= useless + 2, "the locked instance's wakes were useless");
+            int sources = h.signals.wakeSourcesSince(0).size();
+            long t0 = System.nanoTime();
+            p.enqueueForOrchestrator(start("fresh"), null);
+            FetchedOrchestration got = younger.get(GET).orElseThrow(() -> new AssertionError(
+                    "the younger fetch never got the fresh instance; the older fetch " + older.describe()));
+            long ms = younger.millisSince(t0);
+            assertEquals("fresh", got.item().instance());
+            assertTrue(ms < 2_000, "the fresh instance reached the younger fetch " + ms + " ms after its enqueue "
+                    + "(the older fetch's pause: 5 s)");
+            assertFalse(older.isDone(), "the pausing fetch returned: " + older.describe());
+            assertTrue(h.signals.wakeSourcesSince(sources).contains(WakeSource.HANDOFF),
+                    "the pausing fetch handed its wake on: " + h.signals.wakeSourcesSince(sources));
+            h.ackTurn(got);
+            elsewhere.ackTurn(held);
+            // m2 and m3 are claimable now: the older fetch claims them once its pause ends.
+            FetchedOrchestration late = older.get(GET).orElseThrow(() -> new AssertionError(
+                    "the older fetch never claimed the unlocked instance"));
+            assertEquals("locked", late.item().instance());
+            h.ackTurn(late);
         }
     }
 

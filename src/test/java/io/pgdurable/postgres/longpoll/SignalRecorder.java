@@ -27,6 +27,7 @@ final class SignalRecorder implements LongPollSignals {
     private final AtomicLong wakes = new AtomicLong();
     private final List<WakeSource> wakeSources = new CopyOnWriteArrayList<>();
     private final AtomicLong claimsSkipped = new AtomicLong();
+    private final AtomicLong uselessWakes = new AtomicLong();
     private final AtomicInteger verifications = new AtomicInteger();
     private final AtomicLong leaseEndsDropped = new AtomicLong();
     private volatile long lastVerifiedMillis;
@@ -153,6 +154,17 @@ final class SignalRecorder implements LongPollSignals {
 
     long fallbackPolls() {
         return fallbackPolls.get();
+    }
+
+    @Override
+    public void uselessWake(QueueKind queue) {
+        uselessWakes.incrementAndGet();
+        changed();
+    }
+
+    /** Woken fetches that claimed and found nothing. */
+    long uselessWakes() {
+        return uselessWakes.get();
     }
 
     @Override
