@@ -18,17 +18,27 @@ final class RecordingClock extends Clock {
 
     @Override
     public long millis() {
-        long now = System.currentTimeMillis();
-        long[] f = first.get();
-        if (f[0] == Long.MIN_VALUE) {
-            f[0] = now;
-        }
+        return remember(System.currentTimeMillis());
+    }
+
+    /**
+     * The system clock's own resolution (microseconds here), as {@code Clock.systemUTC()} gives a provider: long
+     * polling arms its timers from the sub-millisecond part, and an instant truncated to the millisecond made every
+     * deadline fire up to a millisecond late (half on average), a delay no provider on the system clock has.
+     */
+    @Override
+    public Instant instant() {
+        Instant now = Instant.now();
+        remember(now.toEpochMilli());
         return now;
     }
 
-    @Override
-    public Instant instant() {
-        return Instant.ofEpochMilli(millis());
+    private long remember(long nowMs) {
+        long[] f = first.get();
+        if (f[0] == Long.MIN_VALUE) {
+            f[0] = nowMs;
+        }
+        return nowMs;
     }
 
     /** Starts an operation on this thread: the next {@link #millis()} read is its {@code now}. */

@@ -15,38 +15,60 @@ import java.util.TreeMap;
  */
 final class Deadlines {
     private final int capacity;
+    private final long leadMicros;
     private final TreeMap<Key, Hint> byTime = new TreeMap<>();
     private long sequence;
     private boolean overflow;
     /** The highest sequence number among the deadlines dropped for capacity, -1 while none was. */
     private long lastDropped = -1;
 
-    private record Key(long atMs, long seq) implements Comparable<Key> {
+    /** {@code atMicros}: when the deadline fires, which for a visibility time is {@code leadMicros} before it. */
+    private record Key(long atMicros, long seq) implements Comparable<Key> {
         @Override
         public int compareTo(Key o) {
-            int c = Long.compare(atMs, o.atMs);
+            int c = Long.compare(atMicros, o.atMicros);
             return c != 0 ? c : Long.compare(seq, o.seq);
         }
     }
 
     Deadlines(int capacity) {
+        this(capacity, 0);
+    }
+
+    /**
+     * @param leadMicros how long before its time a visibility deadline (count above 0) fires; lease ends fire at
+     *                   their time
+     */
+    Deadlines(int capacity, long leadMicros) {
         this.capacity = capacity;
+        this.leadMicros = leadMicros;
+    }
+
+    /** When {@code hint} fires, in microseconds since the epoch. */
+    private long firesAt(Hint hint) {
+        long at = micros(hint.atMs());
+        return hint.count() > 0 ? at - leadMicros : at;
+    }
+
+    private static long micros(long ms) {
+        return ms >= Long.MAX_VALUE / 1000 ? Long.MAX_VALUE : ms <= Long.MIN_VALUE / 1000 ? Long.MIN_VALUE : ms * 1000;
     }
 
     /** Adds a deadline; returns true when it became the earliest (the timer must re-arm). */
     boolean add(Hint hint) {
         long seq = sequence++;
+        long at = firesAt(hint);
         if (byTime.size() >= capacity) {
             Map.Entry<Key, Hint> last = byTime.lastEntry();
             overflow = true;
-            if (hint.atMs() >= last.getKey().atMs()) {
+            if (at >= last.getKey().atMicros()) {
                 lastDropped = Math.max(lastDropped, seq);
                 return false; // later than everything kept: a rescan will find it
             }
             lastDropped = Math.max(lastDropped, byTime.pollLastEntry().getKey().seq());
         }
-        byTime.put(new Key(hint.atMs(), seq), hint);
-        return byTime.firstKey().atMs() == hint.atMs();
+        byTime.put(new Key(at, seq), hint);
+        return byTime.firstKey().atMicros() == at;
     }
 
     /** The sequence number the next deadline will get: every deadline offered before this call is below it. */
@@ -60,10 +82,11 @@ final class Deadlines {
      */
     int dropLeaseEnds(QueueKind queue, long mark, long horizonMs) {
         int dropped = 0;
+        long horizon = micros(horizonMs);
         Iterator<Map.Entry<Key, Hint>> it = byTime.entrySet().iterator();
         while (it.hasNext()) {
             Map.Entry<Key, Hint> e = it.next();
-            if (e.getKey().atMs() >= horizonMs) {
+            if (e.getKey().atMicros() >= horizon) {
                 break;
             }
             Hint h = e.getValue();
@@ -85,15 +108,26 @@ final class Deadlines {
         }
     }
 
-    /** The earliest deadline, or {@link Long#MAX_VALUE}. */
+    /** When the earliest deadline fires, in milliseconds (rounded down), or {@link Long#MAX_VALUE}. */
     long earliest() {
-        return byTime.isEmpty() ? Long.MAX_VALUE : byTime.firstKey().atMs();
+        long at = earliestMicros();
+        return at == Long.MAX_VALUE ? at : Math.floorDiv(at, 1000);
     }
 
-    /** Removes and returns every deadline at or before {@code nowMs}. */
+    /** When the earliest deadline fires, in microseconds since the epoch, or {@link Long#MAX_VALUE}. */
+    long earliestMicros() {
+        return byTime.isEmpty() ? Long.MAX_VALUE : byTime.firstKey().atMicros();
+    }
+
+    /** Removes and returns every deadline that fires at or before the end of millisecond {@code nowMs}. */
     List<Hint> due(long nowMs) {
+        return dueMicros(nowMs >= Long.MAX_VALUE / 1000 ? Long.MAX_VALUE : nowMs * 1000 + 999);
+    }
+
+    /** Removes and returns every deadline that fires at or before {@code nowMicros}. */
+    List<Hint> dueMicros(long nowMicros) {
         List<Hint> due = new ArrayList<>();
-        while (!byTime.isEmpty() && byTime.firstKey().atMs() <= nowMs) {
+        while (!byTime.isEmpty() && byTime.firstKey().atMicros() <= nowMicros) {
             due.add(byTime.pollFirstEntry().getValue());
         }
         return due;

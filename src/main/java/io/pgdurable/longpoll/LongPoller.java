@@ -18,6 +18,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
@@ -42,10 +43,14 @@ public final class LongPoller implements AutoCloseable {
     private static final long MAX_ARM_MS = Duration.ofDays(1).toMillis();
     /** Distinct claim keys remembered (filters times session owners); past it, the memory starts over. */
     private static final int MAX_CLAIM_KEYS = 4096;
+    /** Past the lead, how much longer a woken fetch waits for a visibility time (the clock's millisecond steps). */
+    private static final long MAX_VISIBLE_WAIT_SLACK_NANOS = 2_000_000L;
+    /** A fetch waiting out a timer's lead beyond the spin budget parks this long at a time. */
+    private static final long PARK_STEP_NANOS = 100_000L;
 
     /** The tunables, validated by the provider's configuration. */
     public record Settings(Duration fallbackInterval, Duration wakeCoalescing, Duration recoveryScanInterval,
-                           int maxParkedWaiters, Duration heartbeat, int maxTrackedDeadlines) {}
+                           int maxParkedWaiters, Duration heartbeat, int maxTrackedDeadlines, Duration timerLead) {}
 
     private final Settings settings;
     private final Clock clock;
@@ -69,6 +74,8 @@ public final class LongPoller implements AutoCloseable {
     private final AtomicBoolean scanPending = new AtomicBoolean();
     private final AtomicBoolean probeRunning = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** At most 2 % of one core busy-waiting for visibility times, whatever the timer load. */
+    private final SpinBudget spinBudget = new SpinBudget(20_000_000L);
     /** Per claim key, the queue epoch at the start of its latest claim that found nothing. */
     private final ConcurrentHashMap<Object, Long> emptyAt = new ConcurrentHashMap<>();
     private volatile String ownOrigin;
@@ -82,7 +89,7 @@ public final class LongPoller implements AutoCloseable {
         this.scanner = scanner;
         this.signals = signals;
         this.registry = new WaiterRegistry(settings.maxParkedWaiters(), signals);
-        this.deadlines = new Deadlines(settings.maxTrackedDeadlines());
+        this.deadlines = new Deadlines(settings.maxTrackedDeadlines(), settings.timerLead().toNanos() / 1000);
         for (QueueKind q : QueueKind.values()) {
             lastVerification.put(q, Long.MIN_VALUE / 2);
         }
@@ -243,6 +250,10 @@ public final class LongPoller implements AutoCloseable {
                         return Optional.empty();
                     }
                 }
+                if (hint.count() > 0 && !awaitVisible(hint.atMs(), deadline)) {
+                    registry.wake(hint, waiter, WakeSource.HANDOFF); // unused, as above
+                    return Optional.empty();
+                }
             }
         } finally {
             registry.deregister(queue, waiter);
@@ -279,6 +290,43 @@ public final class LongPoller implements AutoCloseable {
     private static long waitNanos(Duration pollTimeout) {
         long cap = Long.MAX_VALUE / 4;
         return pollTimeout.compareTo(Duration.ofNanos(cap)) >= 0 ? cap : pollTimeout.toNanos();
+    }
+
+    /**
+     * A deadline fires {@code timerLead} before the visibility time it stands for, so the fetch it wakes is already
+     * running when that time comes: a parked thread's wake-up, and the timer's own, were most of a timer's lateness
+     * (docs/benchmarks.md, "Timer lead"). The fetch waits out the rest here, spinning while the poller's spin budget
+     * lasts and parking in short steps beyond it, and claims no earlier than {@code atMs} by the provider's clock.
+     * False when interrupted, out of time or closing before that time came.
+     */
+    private boolean awaitVisible(long atMs, long deadline) {
+        if (clock.millis() >= atMs) {
+            return true;
+        }
+        long start = System.nanoTime();
+        long limit = start + settings.timerLead().toNanos() + MAX_VISIBLE_WAIT_SLACK_NANOS;
+        boolean spin = spinBudget.allows(start);
+        try {
+            while (clock.millis() < atMs) {
+                long now = System.nanoTime();
+                if (closed.get() || Thread.currentThread().isInterrupted() || now - deadline >= 0
+                        || now - limit >= 0) {
+                    // The limit guards against a clock that stepped back: the claim then finds what is there.
+                    return now - limit >= 0 && !closed.get() && !Thread.currentThread().isInterrupted()
+                            && now - deadline < 0;
+                }
+                if (spin) {
+                    Thread.onSpinWait();
+                } else {
+                    LockSupport.parkNanos(PARK_STEP_NANOS);
+                }
+            }
+            return true;
+        } finally {
+            if (spin) {
+                spinBudget.spent(System.nanoTime() - start);
+            }
+        }
     }
 
     /** Within a cadence of the last useless wake: a fetch whose wakes keep failing waits before it claims again. */
@@ -392,32 +440,37 @@ public final class LongPoller implements AutoCloseable {
             registry.wake(hint, null, source);
             return;
         }
-        boolean earliest;
+        long fireAt = Long.MAX_VALUE;
         deadlineLock.lock();
         try {
-            earliest = deadlines.add(hint);
+            if (deadlines.add(hint)) {
+                fireAt = deadlines.earliestMicros();
+            }
         } finally {
             deadlineLock.unlock();
         }
-        if (earliest) {
-            arm(hint.atMs());
+        if (fireAt != Long.MAX_VALUE) {
+            arm(fireAt);
         }
     }
 
     /**
-     * Schedules {@link #fireDue} for the start of millisecond {@code atMs}, measured in microseconds: a delay
+     * Schedules {@link #fireDue} for {@code atMicros}, counted from the clock's own sub-millisecond reading: a delay
      * counted from the truncated {@code clock.millis()} would fire up to a millisecond late (half on average).
      * Firing a few microseconds early on a clock step is harmless: {@link #fireDue} re-arms what is not yet due.
      */
-    private void arm(long atMs) {
-        Instant now = clock.instant();
-        long aheadMs = Math.min(atMs - now.toEpochMilli(), MAX_ARM_MS);
-        long delayMicros = Math.max(0, aheadMs * 1000 - (now.getNano() / 1000) % 1000);
+    private void arm(long atMicros) {
+        long delayMicros = Math.max(0, Math.min(atMicros - nowMicros(), MAX_ARM_MS * 1000));
         try {
             timer.schedule(this::fireDue, delayMicros, TimeUnit.MICROSECONDS);
         } catch (RejectedExecutionException closing) {
             // shutting down
         }
+    }
+
+    private long nowMicros() {
+        Instant now = clock.instant();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1000;
     }
 
     /**
@@ -430,7 +483,8 @@ public final class LongPoller implements AutoCloseable {
      * always did.
      */
     private void fireDue() {
-        long now = clock.millis();
+        long nowMicros = nowMicros();
+        long now = Math.floorDiv(nowMicros, 1000);
         List<Hint> wake = new ArrayList<>();
         long next;
         boolean rescan;
@@ -438,7 +492,7 @@ public final class LongPoller implements AutoCloseable {
         deadlineLock.lock();
         try {
             long cadence = settings.wakeCoalescing().toMillis();
-            for (Hint h : deadlines.due(now)) {
+            for (Hint h : deadlines.dueMicros(nowMicros)) {
                 QueueKind q = h.queue();
                 if (h.count() > 0) {
                     wake.add(h);
@@ -453,7 +507,7 @@ public final class LongPoller implements AutoCloseable {
                             h.sessions(), h.hops()));
                 }
             }
-            next = deadlines.earliest();
+            next = deadlines.earliestMicros();
             rescan = deadlines.overflowed();
             if (rescan) {
                 deadlines.clearOverflow();

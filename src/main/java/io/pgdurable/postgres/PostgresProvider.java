@@ -168,7 +168,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             if (config.longPolling()) {
                 poller = new LongPoller(new LongPoller.Settings(config.fallbackPollInterval(),
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
-                        config.heartbeatInterval(), config.maxTrackedDeadlines()), clock,
+                        config.heartbeatInterval(), config.maxTrackedDeadlines(), config.timerLead()), clock,
                         new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()),
                         listener(config, takesAcross),
                         channel, signals);

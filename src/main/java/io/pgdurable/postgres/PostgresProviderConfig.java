@@ -27,6 +27,8 @@ public final class PostgresProviderConfig {
     public static final Duration MAX_BATCH_WAIT = Duration.ofMinutes(10);
     /** Upper bound of {@code ackFlushIdle}. */
     public static final Duration MAX_ACK_FLUSH_IDLE = Duration.ofSeconds(1);
+    /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
+    public static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
 
     private final String jdbcUrl;
     private final String username;
@@ -57,6 +59,7 @@ public final class PostgresProviderConfig {
     private final int maxParkedWaiters;
     private final Duration heartbeatInterval;
     private final int maxTrackedDeadlines;
+    private final Duration timerLead;
     private final io.pgdurable.longpoll.LongPollSignals longPollSignals;
     private final ProviderMetrics metrics;
     private final int ackBatchSize;
@@ -105,6 +108,7 @@ public final class PostgresProviderConfig {
         this.maxParkedWaiters = b.maxParkedWaiters;
         this.heartbeatInterval = b.heartbeatInterval;
         this.maxTrackedDeadlines = b.maxTrackedDeadlines;
+        this.timerLead = b.timerLead;
         this.longPollSignals = b.longPollSignals;
         this.metrics = b.metrics;
         this.ackBatchSize = b.ackBatchSize;
@@ -152,6 +156,7 @@ public final class PostgresProviderConfig {
         b.maxParkedWaiters = maxParkedWaiters;
         b.heartbeatInterval = heartbeatInterval;
         b.maxTrackedDeadlines = maxTrackedDeadlines;
+        b.timerLead = timerLead;
         b.longPollSignals = longPollSignals;
         b.metrics = metrics;
         b.ackBatchSize = ackBatchSize;
@@ -291,6 +296,10 @@ public final class PostgresProviderConfig {
         return maxTrackedDeadlines;
     }
 
+    public Duration timerLead() {
+        return timerLead;
+    }
+
     public io.pgdurable.longpoll.LongPollSignals longPollSignals() {
         return longPollSignals;
     }
@@ -348,6 +357,7 @@ public final class PostgresProviderConfig {
                 + (handOverToParkedFetches ? "" : ", handOverToParkedFetches=false")
                 + (handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
                 + (transactionPooler ? ", transactionPooler=true" : "")
+                + (longPolling && !timerLead.equals(Duration.ofMillis(1)) ? ", timerLead=" + timerLead : "")
                 + (directUrl != null ? ", directUrl=" + redactUrl(directUrl) : "")
                 + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
                         + redactUrl(listenerUrl) : "") : "") + "}";
@@ -400,6 +410,7 @@ public final class PostgresProviderConfig {
         private int maxParkedWaiters = 1024;
         private Duration heartbeatInterval = Duration.ofSeconds(1);
         private int maxTrackedDeadlines = 1024;
+        private Duration timerLead = Duration.ofMillis(1);
         private io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
         private ProviderMetrics metrics = ProviderMetrics.NONE;
         private int ackBatchSize = 1;
@@ -661,6 +672,17 @@ public final class PostgresProviderConfig {
             return this;
         }
 
+        /**
+         * How long before a delayed item's visibility time its deadline wakes a parked fetch, which then waits out
+         * the rest itself, busy-waiting within a small budget (default 1 ms; at most 10 ms). The fetch still claims
+         * no earlier than that time. Zero wakes the fetch at the time itself, as the design describes; see
+         * docs/long-polling.md, "Timer lead".
+         */
+        public Builder timerLead(Duration lead) {
+            this.timerLead = lead;
+            return this;
+        }
+
         /** A {@code jdbc:postgresql:} URL; the provider builds and owns a connection pool for it. */
         public Builder jdbcUrl(String url) {
             this.jdbcUrl = url;
@@ -780,6 +802,7 @@ public final class PostgresProviderConfig {
                 if (maxParkedWaiters < 1) {
                     throw new IllegalArgumentException("maxParkedWaiters must be at least 1, was " + maxParkedWaiters);
                 }
+                bounded("timerLead", timerLead, MAX_TIMER_LEAD);
                 if (maxTrackedDeadlines < 16) {
                     throw new IllegalArgumentException("maxTrackedDeadlines must be at least 16, was "
                             + maxTrackedDeadlines);

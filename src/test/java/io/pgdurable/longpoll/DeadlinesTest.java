@@ -40,6 +40,19 @@ class DeadlinesTest {
     }
 
     @Test
+    void a_lead_moves_visibility_deadlines_earlier_and_leaves_lease_ends_at_their_time() {
+        Deadlines d = new Deadlines(100, 1_500); // 1.5 ms
+        d.add(leaseEnd(QueueKind.WORKER, 1_000));
+        d.add(visible(QueueKind.ORCHESTRATOR, 1_001));
+        assertEquals(999_500, d.earliestMicros(), "the visibility time fires 1.5 ms early, before the lease end");
+        assertEquals(List.of(1_001L), d.dueMicros(999_500).stream().map(Hint::atMs).toList(),
+                "the hint keeps its own time: the fetch it wakes claims no earlier");
+        assertEquals(1_000_000, d.earliestMicros());
+        assertTrue(d.dueMicros(999_999).isEmpty(), "a lease end fires at its time, not before");
+        assertEquals(1, d.dueMicros(1_000_000).size());
+    }
+
+    @Test
     void only_lease_ends_below_the_horizon_are_forgotten() {
         Deadlines d = new Deadlines(100);
         for (long at = 1_000; at <= 5_000; at += 1_000) {

@@ -280,6 +280,15 @@ class LongPollFailureTest {
         assertTrue(tooSmall.getMessage().contains("two connections"), tooSmall.getMessage());
         // the same pool is fine without long polling
         TestDatabase.config(TestDatabase.newSchemaName("lppool")).poolSize(1).build();
+
+        for (Duration bad : new Duration[] {Duration.ofMillis(-1), Duration.ofMillis(11), null}) {
+            IllegalArgumentException lead = assertThrows(IllegalArgumentException.class,
+                    () -> TestDatabase.config(TestDatabase.newSchemaName("lplead")).longPolling(true).timerLead(bad)
+                            .build());
+            assertTrue(lead.getMessage().contains("timerLead"), lead.getMessage());
+        }
+        assertEquals(Duration.ZERO, TestDatabase.config(TestDatabase.newSchemaName("lplead")).longPolling(true)
+                .timerLead(Duration.ZERO).build().timerLead(), "zero: wake at the time itself");
     }
 
     private static SchemaMigrator migrator(String schema) {

@@ -446,6 +446,44 @@ class LongPollProviderTest {
         }
     }
 
+    @Test
+    void with_a_timer_lead_the_deadline_wakes_the_fetch_before_the_fire_time_and_the_claim_waits_for_it() {
+        // The most lead allowed (10 ms), so the early wake stands clear of the timer's own jitter on a loaded
+        // machine; one early wake in three proves the lead exists (with no lead every wake comes at or after the
+        // fire time), and every delivery is checked against its fire time.
+        try (LongPollHarness h = open("lplead", b -> NO_FALLBACK.apply(b).timerLead(Duration.ofMillis(10)))) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            int earlyWakes = 0;
+            for (int i = 0; i < 3; i++) {
+                String instance = "lead-" + i;
+                h.startInstance(instance);
+                BackgroundFetch<FetchedOrchestration> t = h.parkOrchestrator("lead", POLL);
+                int wakesBefore = h.signals.deadlineWakeMillis().size();
+                long fireAt = System.currentTimeMillis() + 300;
+                WorkItem.TimerFired timer = new WorkItem.TimerFired(instance, 1, 7, fireAt);
+                p.enqueueForOrchestrator(timer, null);
+                Optional<FetchedOrchestration> fired = t.get(GET);
+                assertTrue(fired.isPresent(), "the timer was never fetched");
+                assertEquals(List.of(timer), fired.get().item().messages());
+                assertTrue(t.endMillis() >= fireAt, "timer taken " + (fireAt - t.endMillis())
+                        + " ms before its fire time");
+                assertTrue(t.endMillis() <= fireAt + LATE, "timer taken " + (t.endMillis() - fireAt)
+                        + " ms after its fire time");
+                List<Long> wakes = h.signals.deadlineWakeMillis();
+                assertTrue(wakes.size() > wakesBefore, "no deadline woke the fetch");
+                long wokenAt = wakes.get(wakes.size() - 1);
+                if (wokenAt < fireAt) {
+                    earlyWakes++;
+                }
+                System.out.println("[lp] timer lead: woken " + (fireAt - wokenAt) + " ms before fire_at, returned "
+                        + (t.endMillis() - fireAt) + " ms after");
+                h.ackTurn(fired.get());
+            }
+            assertTrue(earlyWakes > 0, "no deadline woke its fetch before the fire time");
+        }
+    }
+
     // ------------------------------------------------------------------ 4. crashed lease holder
 
     @Test

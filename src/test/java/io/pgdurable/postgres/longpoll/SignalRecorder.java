@@ -26,6 +26,7 @@ final class SignalRecorder implements LongPollSignals {
     private final AtomicLong fallbackPolls = new AtomicLong();
     private final AtomicLong wakes = new AtomicLong();
     private final List<WakeSource> wakeSources = new CopyOnWriteArrayList<>();
+    private final List<Long> deadlineWakeMillis = new CopyOnWriteArrayList<>();
     private final AtomicLong claimsSkipped = new AtomicLong();
     private final AtomicLong uselessWakes = new AtomicLong();
     private final AtomicInteger verifications = new AtomicInteger();
@@ -46,6 +47,11 @@ final class SignalRecorder implements LongPollSignals {
     public void handOffReceived(boolean taken) {
         (taken ? handOffsTaken : handOffsGivenBack).incrementAndGet();
         changed();
+    }
+
+    /** When each wake by a deadline was handed out (the system clock), oldest first. */
+    List<Long> deadlineWakeMillis() {
+        return List.copyOf(deadlineWakeMillis);
     }
 
     /** The counts of parked takers written so far (hand-over across processes), oldest first. */
@@ -112,6 +118,9 @@ final class SignalRecorder implements LongPollSignals {
 
     @Override
     public void waiterWoken(QueueKind queue, WakeSource source) {
+        if (source == WakeSource.DEADLINE) {
+            deadlineWakeMillis.add(System.currentTimeMillis());
+        }
         wakeSources.add(source);
         waiterWoken(queue.label());
     }
