@@ -427,23 +427,32 @@ class LongPollProviderTest {
                 h.ackTurn(turn.get());
 
                 // a TimerFired whose fire time decides its visibility
-                String instance = "timer-" + i;
-                h.startInstance(instance);
-                BackgroundFetch<FetchedOrchestration> t = h.parkOrchestrator("timer", POLL);
-                long fireAt = System.currentTimeMillis() + delay;
-                WorkItem.TimerFired timer = new WorkItem.TimerFired(instance, 1, 7, fireAt);
-                p.enqueueForOrchestrator(timer, null);
-                Optional<FetchedOrchestration> fired = t.get(GET);
-                assertTrue(fired.isPresent(), "the timer was never fetched");
-                assertEquals(List.of(timer), fired.get().item().messages());
-                assertTrue(t.endMillis() >= fireAt, "timer taken " + (fireAt - t.endMillis())
-                        + " ms before its fire time");
-                assertTrue(t.endMillis() <= fireAt + LATE, "timer taken " + (t.endMillis() - fireAt)
-                        + " ms after its fire time");
-                System.out.println("[lp] timer: returned " + (t.endMillis() - fireAt) + " ms after fire_at");
-                h.ackTurn(fired.get());
+                TimerDelivery d = fireTimer(h, "timer-" + i, delay);
+                System.out.println("[lp] timer: returned " + (d.returnedAt() - d.fireAt()) + " ms after fire_at");
             }
         }
+    }
+
+    private record TimerDelivery(long fireAt, long returnedAt) {}
+
+    /**
+     * Starts {@code instance}, parks an orchestrator fetch, enqueues a TimerFired due in {@code delay} ms and checks
+     * that the fetch returns exactly it, not before its fire time and at most {@link #LATE} after; acks the turn.
+     */
+    private static TimerDelivery fireTimer(LongPollHarness h, String instance, long delay) {
+        h.startInstance(instance);
+        BackgroundFetch<FetchedOrchestration> t = h.parkOrchestrator("timer", POLL);
+        long fireAt = System.currentTimeMillis() + delay;
+        WorkItem.TimerFired timer = new WorkItem.TimerFired(instance, 1, 7, fireAt);
+        h.provider.enqueueForOrchestrator(timer, null);
+        Optional<FetchedOrchestration> fired = t.get(GET);
+        assertTrue(fired.isPresent(), "the timer was never fetched");
+        assertEquals(List.of(timer), fired.get().item().messages());
+        assertTrue(t.endMillis() >= fireAt, "timer taken " + (fireAt - t.endMillis()) + " ms before its fire time");
+        assertTrue(t.endMillis() <= fireAt + LATE, "timer taken " + (t.endMillis() - fireAt)
+                + " ms after its fire time");
+        h.ackTurn(fired.get());
+        return new TimerDelivery(fireAt, t.endMillis());
     }
 
     @Test
@@ -452,33 +461,19 @@ class LongPollProviderTest {
         // machine; one early wake in three proves the lead exists (with no lead every wake comes at or after the
         // fire time), and every delivery is checked against its fire time.
         try (LongPollHarness h = open("lplead", b -> NO_FALLBACK.apply(b).timerLead(Duration.ofMillis(10)))) {
-            PostgresProvider p = h.provider;
             h.warmUp();
             int earlyWakes = 0;
             for (int i = 0; i < 3; i++) {
-                String instance = "lead-" + i;
-                h.startInstance(instance);
-                BackgroundFetch<FetchedOrchestration> t = h.parkOrchestrator("lead", POLL);
                 int wakesBefore = h.signals.deadlineWakeMillis().size();
-                long fireAt = System.currentTimeMillis() + 300;
-                WorkItem.TimerFired timer = new WorkItem.TimerFired(instance, 1, 7, fireAt);
-                p.enqueueForOrchestrator(timer, null);
-                Optional<FetchedOrchestration> fired = t.get(GET);
-                assertTrue(fired.isPresent(), "the timer was never fetched");
-                assertEquals(List.of(timer), fired.get().item().messages());
-                assertTrue(t.endMillis() >= fireAt, "timer taken " + (fireAt - t.endMillis())
-                        + " ms before its fire time");
-                assertTrue(t.endMillis() <= fireAt + LATE, "timer taken " + (t.endMillis() - fireAt)
-                        + " ms after its fire time");
+                TimerDelivery d = fireTimer(h, "lead-" + i, 300);
                 List<Long> wakes = h.signals.deadlineWakeMillis();
                 assertTrue(wakes.size() > wakesBefore, "no deadline woke the fetch");
                 long wokenAt = wakes.get(wakes.size() - 1);
-                if (wokenAt < fireAt) {
+                if (wokenAt < d.fireAt()) {
                     earlyWakes++;
                 }
-                System.out.println("[lp] timer lead: woken " + (fireAt - wokenAt) + " ms before fire_at, returned "
-                        + (t.endMillis() - fireAt) + " ms after");
-                h.ackTurn(fired.get());
+                System.out.println("[lp] timer lead: woken " + (d.fireAt() - wokenAt) + " ms before fire_at, "
+                        + "returned " + (d.returnedAt() - d.fireAt()) + " ms after");
             }
             assertTrue(earlyWakes > 0, "no deadline woke its fetch before the fire time");
         }
