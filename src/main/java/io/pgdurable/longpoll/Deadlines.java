@@ -108,20 +108,9 @@ final class Deadlines {
         }
     }
 
-    /** When the earliest deadline fires, in milliseconds (rounded down), or {@link Long#MAX_VALUE}. */
-    long earliest() {
-        long at = earliestMicros();
-        return at == Long.MAX_VALUE ? at : Math.floorDiv(at, 1000);
-    }
-
     /** When the earliest deadline fires, in microseconds since the epoch, or {@link Long#MAX_VALUE}. */
     long earliestMicros() {
         return byTime.isEmpty() ? Long.MAX_VALUE : byTime.firstKey().atMicros();
-    }
-
-    /** Removes and returns every deadline that fires at or before the end of millisecond {@code nowMs}. */
-    List<Hint> due(long nowMs) {
-        return dueMicros(nowMs >= Long.MAX_VALUE / 1000 ? Long.MAX_VALUE : nowMs * 1000 + 999);
     }
 
     /** Removes and returns every deadline that fires at or before {@code nowMicros}. */

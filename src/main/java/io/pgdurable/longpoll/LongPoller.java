@@ -309,11 +309,11 @@ public final class LongPoller implements AutoCloseable {
         try {
             while (clock.millis() < atMs) {
                 long now = System.nanoTime();
-                if (closed.get() || Thread.currentThread().isInterrupted() || now - deadline >= 0
-                        || now - limit >= 0) {
-                    // The limit guards against a clock that stepped back: the claim then finds what is there.
-                    return now - limit >= 0 && !closed.get() && !Thread.currentThread().isInterrupted()
-                            && now - deadline < 0;
+                if (closed.get() || Thread.currentThread().isInterrupted() || now - deadline >= 0) {
+                    return false;
+                }
+                if (now - limit >= 0) {
+                    return true; // the clock stepped back: the claim finds what is there
                 }
                 if (spin) {
                     Thread.onSpinWait();

@@ -27,6 +27,7 @@ public final class PostgresProviderConfig {
     public static final Duration MAX_BATCH_WAIT = Duration.ofMinutes(10);
     /** Upper bound of {@code ackFlushIdle}. */
     public static final Duration MAX_ACK_FLUSH_IDLE = Duration.ofSeconds(1);
+    public static final Duration DEFAULT_TIMER_LEAD = Duration.ofMillis(1);
     /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
     public static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
 
@@ -357,7 +358,7 @@ public final class PostgresProviderConfig {
                 + (handOverToParkedFetches ? "" : ", handOverToParkedFetches=false")
                 + (handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
                 + (transactionPooler ? ", transactionPooler=true" : "")
-                + (longPolling && !timerLead.equals(Duration.ofMillis(1)) ? ", timerLead=" + timerLead : "")
+                + (longPolling && !timerLead.equals(DEFAULT_TIMER_LEAD) ? ", timerLead=" + timerLead : "")
                 + (directUrl != null ? ", directUrl=" + redactUrl(directUrl) : "")
                 + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
                         + redactUrl(listenerUrl) : "") : "") + "}";
@@ -410,7 +411,7 @@ public final class PostgresProviderConfig {
         private int maxParkedWaiters = 1024;
         private Duration heartbeatInterval = Duration.ofSeconds(1);
         private int maxTrackedDeadlines = 1024;
-        private Duration timerLead = Duration.ofMillis(1);
+        private Duration timerLead = DEFAULT_TIMER_LEAD;
         private io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
         private ProviderMetrics metrics = ProviderMetrics.NONE;
         private int ackBatchSize = 1;

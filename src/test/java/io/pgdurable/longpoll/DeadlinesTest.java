@@ -35,7 +35,7 @@ class DeadlinesTest {
         assertEquals(3, d.size());
         assertEquals(1, d.dropLeaseEnds(QueueKind.ORCHESTRATOR, mark, Long.MAX_VALUE));
         List<Long> left = new ArrayList<>();
-        d.due(Long.MAX_VALUE).forEach(h -> left.add(h.atMs() * (h.count() == 0 ? 1 : -1)));
+        d.dueMicros(Long.MAX_VALUE).forEach(h -> left.add(h.atMs() * (h.count() == 0 ? 1 : -1)));
         assertEquals(List.of(-2_000L, 4_000L), left, "the visibility time and the later lease end are kept");
     }
 
@@ -59,7 +59,7 @@ class DeadlinesTest {
             d.add(leaseEnd(QueueKind.WORKER, at));
         }
         assertEquals(2, d.dropLeaseEnds(QueueKind.WORKER, d.mark(), 3_000));
-        assertEquals(3_000, d.earliest(), "the one at the horizon may share its time with a row that was cut off");
+        assertEquals(3_000_000, d.earliestMicros(), "the one at the horizon may share its time with a row that was cut off");
     }
 
     @Test
