@@ -45,6 +45,10 @@ final class Hub implements AutoCloseable {
                 // wake scenario sets it itself.
                 .handOverAcrossProcesses(Boolean.getBoolean("pgdurable.bench.handOverAcross"))
                 .longPollSignals(signals);
+        Long leadMicros = Long.getLong("pgdurable.bench.timerLeadMicros");
+        if (leadMicros != null) {
+            b.timerLead(java.time.Duration.ofNanos(leadMicros * 1000));
+        }
         PostgresProvider provider = PostgresProvider.create(tune.apply(mode.configure(b)).build());
         Hub hub = new Hub(mode, schema, provider, clock, signals);
         if (mode == Mode.LONG && !Pause.until(hub::listening, 15_000)) {

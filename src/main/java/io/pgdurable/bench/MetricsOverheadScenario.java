@@ -22,11 +22,16 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * What the metrics binder costs: the single-item throughput loop of {@link ThroughputScenario} ({@value #CLIENTS}
- * clients, each enqueue → fetch → ack, long polling) on one schema, with and without {@link PgDurableMetrics}
- * registered in a Prometheus registry that is scraped every {@value #SCRAPE_SECONDS} s (what {@code serve
- * --metrics-port} does). Each phase gets a fresh provider of its arm, identical but for the binder; arms run in a
- * mirrored order (off, on, on, off) per round after an unrecorded warm-up phase, so a drift over the run cancels out.
- * The short column holds the arm without the binder, the long column the arm with it.
+ * clients per arm, each enqueue → fetch → ack, long polling), with and without {@link PgDurableMetrics} registered in
+ * a Prometheus registry that is scraped every {@value #SCRAPE_SECONDS} s (what {@code serve --metrics-port} does).
+ *
+ * <p>The two arms run at the same time, each on its own schema with its own fresh provider per phase, so a stall of
+ * the machine (the runs of this machine differ by up to 15 % from one phase to the next) falls on both arms alike
+ * and cancels out of their ratio. Which arm gets which schema alternates in a mirrored order per round after an
+ * unrecorded warm-up phase, so a difference between the schemas cancels out too. The arms share one JVM: a
+ * collection pause the binder's allocations cause stops both, so the binder's garbage is charged to it only half;
+ * the binder allocates nothing per event (only its scrapes do). The short column holds the arm without the binder,
+ * the long column the arm with it.
  */
 final class MetricsOverheadScenario implements Scenario {
     static final int CLIENTS = ThroughputScenario.CLIENTS;
@@ -47,7 +52,8 @@ final class MetricsOverheadScenario implements Scenario {
         }
     }
 
-    private static final Arm[] ORDER = {Arm.OFF, Arm.ON, Arm.ON, Arm.OFF};
+    /** Per phase: does the first schema get the binder (the second gets the other arm)? Mirrored per round. */
+    private static final boolean[] ON_FIRST_SCHEMA = {false, true, true, false};
 
     @Override
     public String name() {
@@ -60,10 +66,11 @@ final class MetricsOverheadScenario implements Scenario {
     }
 
     private static String description() {
-        return CLIENTS + " clients, each looping: enqueue one worker item, fetch one (long polling, pollTimeout 30 s), "
-                + "ack it; in two arms on one schema: a provider without metrics (column short) and the same provider "
-                + "with PgDurableMetrics in a Prometheus registry scraped every " + SCRAPE_SECONDS + " s (column "
-                + "long). Every phase starts a fresh provider of its arm; arms run off, on, on, off per round after "
+        return "Two arms at the same time, " + CLIENTS + " clients each, each client looping: enqueue one worker "
+                + "item, fetch one (long polling, pollTimeout 30 s), ack it. One arm is a provider without metrics "
+                + "(column short), the other the same provider with PgDurableMetrics in a Prometheus registry scraped "
+                + "every " + SCRAPE_SECONDS + " s (column long); each arm has its own schema and a fresh provider per "
+                + "phase, and which arm gets which schema alternates (first schema off, on, on, off per round) after "
                 + "an unrecorded warm-up phase.";
     }
 
@@ -77,80 +84,109 @@ final class MetricsOverheadScenario implements Scenario {
         }
         List<Map<String, Object>> phases = new ArrayList<>();
         AtomicLong seq = new AtomicLong();
-        PostgresProviderConfig base;
-        try (Hub hub = ctx.hub(name(), Mode.LONG, CLIENTS + 2)) {
-            base = hub.provider().config(); // the hub created and activated the schema; phases bring their own
-        }
-        phase(ctx, base, Arm.ON, seq, new LatencyRecorder(), prof.notifyPhase()); // unrecorded warm-up
-        for (int round = 0; round < prof.notifyRounds(); round++) {
-            for (Arm arm : ORDER) {
-                Totals t = totals.get(arm);
-                Window w = phase(ctx, base, arm, seq, t.cycle, prof.notifyPhase());
-                t.add(w);
-                Map<String, Object> ph = new LinkedHashMap<>();
-                ph.put("arm", arm.key);
-                ph.put("itemsPerSecond", Num.round(w.perSecond()));
-                ph.put("seconds", Num.round(w.seconds()));
-                phases.add(ph);
-                ctx.progress().line("metrics-overhead: %s: %s items/s", arm.label, Num.text(w.perSecond()));
+        PostgresProviderConfig[] bases = new PostgresProviderConfig[2];
+        for (int i = 0; i < 2; i++) {
+            // The hub creates and activates a schema; the phases bring their own providers.
+            try (Hub hub = ctx.hub(name() + (i == 0 ? "" : "_b"), Mode.LONG, CLIENTS + 2)) {
+                bases[i] = hub.provider().config();
             }
         }
-        ModeResult off = totals.get(Arm.OFF).result(Mode.SHORT, ctx).detail("phases", phases);
-        ModeResult on = totals.get(Arm.ON).result(Mode.LONG, ctx).detail("phases", phases);
+        Map<Arm, LatencyRecorder> unrecorded = Map.of(Arm.OFF, new LatencyRecorder(), Arm.ON, new LatencyRecorder());
+        phase(ctx, bases, true, seq, unrecorded, prof.notifyPhase()); // warm-up
+        Map<Arm, LatencyRecorder> cycles = Map.of(Arm.OFF, totals.get(Arm.OFF).cycle, Arm.ON, totals.get(Arm.ON).cycle);
+        long statements = 0;
+        for (int round = 0; round < prof.notifyRounds(); round++) {
+            for (boolean onFirst : ON_FIRST_SCHEMA) {
+                Map<Arm, Window> w = phase(ctx, bases, onFirst, seq, cycles, prof.notifyPhase());
+                Map<String, Object> ph = new LinkedHashMap<>();
+                ph.put("onSchema", onFirst ? 1 : 2);
+                statements += w.get(Arm.ON).statements(); // the window's, both arms'
+                for (Arm arm : Arm.values()) {
+                    totals.get(arm).add(w.get(arm));
+                    ph.put(arm.key + "ItemsPerSecond", Num.round(w.get(arm).perSecond()));
+                }
+                ph.put("ratio", Num.round(w.get(Arm.ON).perSecond() / w.get(Arm.OFF).perSecond()));
+                ph.put("seconds", Num.round(w.get(Arm.ON).seconds()));
+                phases.add(ph);
+                ctx.progress().line("metrics-overhead: %s items/s without the binder, %s with it",
+                        Num.text(w.get(Arm.OFF).perSecond()), Num.text(w.get(Arm.ON).perSecond()));
+            }
+        }
+        long items = totals.get(Arm.OFF).units + totals.get(Arm.ON).units;
+        double perItem = items == 0 ? Double.NaN : (double) statements / items;
+        ModeResult off = totals.get(Arm.OFF).result(Mode.SHORT, ctx, perItem).detail("phases", phases);
+        ModeResult on = totals.get(Arm.ON).result(Mode.LONG, ctx, perItem).detail("phases", phases);
         Map<String, Object> settings = new LinkedHashMap<>();
-        settings.put("clients", CLIENTS);
+        settings.put("clientsPerArm", CLIENTS);
         settings.put("phaseSeconds", prof.notifyPhase().toMillis() / 1000.0);
         settings.put("scrapeEverySeconds", SCRAPE_SECONDS);
         List<String> order = new ArrayList<>();
-        for (Arm a : ORDER) {
-            order.add(a.key);
+        for (boolean onFirst : ON_FIRST_SCHEMA) {
+            order.add(onFirst ? "on" : "off");
         }
-        settings.put("order", String.join(", ", order) + " × " + prof.notifyRounds());
+        settings.put("firstSchemaOrder", String.join(", ", order) + " × " + prof.notifyRounds());
         return new ScenarioResult(name(), title(), description(), settings, off, on, List.of(
-                "Both columns long-poll; the short column is the provider without metrics, the long column the same "
-                        + "provider with the metrics binder. The target is their ratio."),
+                "Both columns long-poll, side by side at the same time; the short column is the provider without "
+                        + "metrics, the long column the same provider with the metrics binder. The target is their "
+                        + "ratio. Statements per item count both arms' statements over both arms' items."),
                 (System.nanoTime() - start) / 1e9);
     }
 
-    /** One phase: a fresh provider of {@code arm} on the schema, clients for one window, then closed. */
-    private static Window phase(BenchContext ctx, PostgresProviderConfig base, Arm arm, AtomicLong seq,
-                                LatencyRecorder cycle, Duration window) throws Exception {
-        PrometheusMeterRegistry registry = arm == Arm.ON ? new PrometheusMeterRegistry(PrometheusConfig.DEFAULT)
-                : null;
-        PostgresProviderConfig config = registry == null ? base
-                : base.toBuilder().metrics(new PgDurableMetrics(registry)).build();
-        AtomicLong done = new AtomicLong();
+    /**
+     * One phase: a fresh provider of each arm on its schema (the binder's on the first when {@code onFirst}), both
+     * arms' clients at once for one window, then both closed. The window's statements are both arms' together.
+     */
+    private static Map<Arm, Window> phase(BenchContext ctx, PostgresProviderConfig[] bases, boolean onFirst,
+                                          AtomicLong seq, Map<Arm, LatencyRecorder> cycles, Duration window)
+            throws Exception {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        Map<Arm, PostgresProviderConfig> configs = new EnumMap<>(Arm.class);
+        configs.put(Arm.OFF, bases[onFirst ? 1 : 0]);
+        configs.put(Arm.ON, bases[onFirst ? 0 : 1].toBuilder().metrics(new PgDurableMetrics(registry)).build());
+        Map<Arm, AtomicLong> done = new EnumMap<>(Arm.class);
         Workers clients = new Workers();
         ScheduledExecutorService scraper = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "bench-metrics-scrape");
             t.setDaemon(true);
             return t;
         });
-        try (PostgresProvider p = PostgresProvider.create(config);
+        try (PostgresProvider off = PostgresProvider.create(configs.get(Arm.OFF));
+             PostgresProvider on = PostgresProvider.create(configs.get(Arm.ON));
              Workers.Stopping stopFirst = clients.stopFirst()) {
-            if (!Pause.until(() -> p.longPoller().map(LongPoller::isListening).orElse(false), 15_000)) {
-                throw new IllegalStateException("the provider of arm " + arm.key + " is not listening after 15 s");
-            }
-            if (registry != null) {
-                scraper.scheduleAtFixedRate(registry::scrape, 0, SCRAPE_SECONDS, TimeUnit.SECONDS);
-            }
-            clients.start("metrics-client", CLIENTS, i -> () -> {
-                long t0 = System.nanoTime();
-                p.enqueueForWorker(new WorkItem.ActivityExecute("mo", 1, seq.incrementAndGet(), "Mo", "{}"));
-                Optional<FetchedWorkItem> f = Optional.empty();
-                while (f.isEmpty() && clients.running()) {
-                    f = Mode.LONG.pollWork(p, LOCK);
+            Map<Arm, PostgresProvider> providers = Map.of(Arm.OFF, off, Arm.ON, on);
+            for (Arm arm : Arm.values()) {
+                PostgresProvider p = providers.get(arm);
+                if (!Pause.until(() -> p.longPoller().map(LongPoller::isListening).orElse(false), 15_000)) {
+                    throw new IllegalStateException("the provider of arm " + arm.key + " is not listening after 15 s");
                 }
-                if (f.isPresent()) {
-                    p.ackWorkItem(f.get().lockToken(), null);
-                    cycle.recordNanos(System.nanoTime() - t0);
-                    done.incrementAndGet();
-                }
-            });
-            Window w = Window.measure(ctx, clients, done, Duration.ofMillis(Math.min(500, window.toMillis() / 4)),
-                    window, "metrics-overhead " + arm.key, "items");
+            }
+            scraper.scheduleAtFixedRate(registry::scrape, 0, SCRAPE_SECONDS, TimeUnit.SECONDS);
+            for (Arm arm : Arm.values()) {
+                PostgresProvider p = providers.get(arm);
+                LatencyRecorder cycle = cycles.get(arm);
+                AtomicLong count = new AtomicLong();
+                done.put(arm, count);
+                clients.start("metrics-client-" + arm.key, CLIENTS, i -> () -> {
+                    long t0 = System.nanoTime();
+                    p.enqueueForWorker(new WorkItem.ActivityExecute("mo", 1, seq.incrementAndGet(), "Mo", "{}"));
+                    Optional<FetchedWorkItem> f = Optional.empty();
+                    while (f.isEmpty() && clients.running()) {
+                        f = Mode.LONG.pollWork(p, LOCK);
+                    }
+                    if (f.isPresent()) {
+                        p.ackWorkItem(f.get().lockToken(), null);
+                        cycle.recordNanos(System.nanoTime() - t0);
+                        count.incrementAndGet();
+                    }
+                });
+            }
+            List<Window> w = Window.measureEach(ctx, clients, List.of(done.get(Arm.OFF), done.get(Arm.ON)),
+                    Duration.ofMillis(Math.min(500, window.toMillis() / 4)), window, "metrics-overhead", "items");
+            Map<Arm, Window> out = new EnumMap<>(Arm.class);
+            out.put(Arm.OFF, w.get(0));
+            out.put(Arm.ON, w.get(1));
             clients.stop();
-            return w;
+            return out;
         } finally {
             clients.stop();
             scraper.shutdownNow();
@@ -162,22 +198,21 @@ final class MetricsOverheadScenario implements Scenario {
     private static final class Totals {
         final LatencyRecorder cycle = new LatencyRecorder();
         long units;
-        long statements;
         double seconds;
 
         void add(Window w) {
             units += w.units();
-            statements += w.statements();
             seconds += w.seconds();
         }
 
-        ModeResult result(Mode mode, BenchContext ctx) {
+        /** {@code statementsPerItem}: both arms' statements over both arms' items (one server counts them all). */
+        ModeResult result(Mode mode, BenchContext ctx, double statementsPerItem) {
             return new ModeResult(mode)
                     .metric("itemsPerSecond", seconds == 0 ? Double.NaN : units / seconds, "items/s",
-                            "single-item enqueue → fetch → ack, " + CLIENTS + " clients")
-                    .metric("statementsPerItem", units == 0 ? Double.NaN : (double) statements / units,
-                            ctx.counter().source().unit() + "/item", "server " + ctx.counter().source().unit()
-                                    + " per item")
+                            "single-item enqueue → fetch → ack, " + CLIENTS + " clients (beside the other arm's "
+                                    + CLIENTS + ")")
+                    .metric("statementsPerItem", statementsPerItem, ctx.counter().source().unit() + "/item",
+                            "server " + ctx.counter().source().unit() + " per item, both arms together")
                     .latency("cycle", cycle);
         }
     }

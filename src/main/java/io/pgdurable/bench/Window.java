@@ -47,6 +47,17 @@ record Window(long units, double seconds, long statements, long transactions,
 
     static Window measure(BenchContext ctx, Workers workers, AtomicLong done, Duration warmup, Duration window,
                           String label, String unit) throws Exception {
+        return measureEach(ctx, workers, java.util.List.of(done), warmup, window, label, unit).get(0);
+    }
+
+    /**
+     * As {@link #measure}, for groups of workers counted side by side over the same window: one window per counter,
+     * its units from that counter; the statements and waits are the whole window's, shared by all. A window is
+     * extended until every counter has moved (see below).
+     */
+    static java.util.List<Window> measureEach(BenchContext ctx, Workers workers, java.util.List<AtomicLong> done,
+                                              Duration warmup, Duration window, String label, String unit)
+            throws Exception {
         Pause.sleep(warmup.toMillis());
         workers.check();
         java.util.Map<String, Long> byStatement0 = ctx.counter().byStatement();
@@ -55,28 +66,54 @@ record Window(long units, double seconds, long statements, long transactions,
         boolean both = ctx.counter().source() == ServerStatementCounter.Source.PG_STAT_STATEMENTS;
         long x0 = both ? ctx.counter().transactions() : 0;
         long s0 = ctx.counter().total();
-        long d0 = done.get();
+        long[] d0 = snapshot(done);
         long t0 = System.nanoTime();
         long end = t0 + window.toNanos();
         long nextReport = t0 + 5_000_000_000L;
         // A window in which nothing completed measures nothing (a batch cycle can outlast a quick profile's window
         // on a busy machine): it is extended, up to ten times its length, until one unit is done.
         long latest = t0 + 10 * window.toNanos();
-        while (System.nanoTime() < end || (done.get() == d0 && System.nanoTime() < latest)) {
+        while (System.nanoTime() < end || (anyIdle(done, d0) && System.nanoTime() < latest)) {
             Pause.sleep(Math.max(1, Math.min(250, (end - System.nanoTime()) / 1_000_000L)));
             workers.check();
             if (System.nanoTime() >= nextReport) {
+                long sum = 0;
+                for (int i = 0; i < done.size(); i++) {
+                    sum += done.get(i).get() - d0[i];
+                }
                 ctx.progress().line("%s: %s %s/s so far", label,
-                        Num.text((done.get() - d0) / ((System.nanoTime() - t0) / 1e9)), unit);
+                        Num.text(sum / ((System.nanoTime() - t0) / 1e9)), unit);
                 nextReport += 5_000_000_000L;
             }
         }
-        long d1 = done.get();
+        long[] d1 = snapshot(done);
         double seconds = (System.nanoTime() - t0) / 1e9;
         long s1 = ctx.counter().total();
         long x1 = both ? ctx.counter().transactions() : -1;
         java.util.Map<String, Object> waits = sampler.stop();
-        return new Window(d1 - d0, seconds, s1 - s0, both ? x1 - x0 : -1,
-                ServerStatementCounter.top(byStatement0, ctx.counter().byStatement(), 8), waits);
+        java.util.List<java.util.Map<String, Object>> top =
+                ServerStatementCounter.top(byStatement0, ctx.counter().byStatement(), 8);
+        java.util.List<Window> out = new java.util.ArrayList<>();
+        for (int i = 0; i < done.size(); i++) {
+            out.add(new Window(d1[i] - d0[i], seconds, s1 - s0, both ? x1 - x0 : -1, top, waits));
+        }
+        return out;
+    }
+
+    private static long[] snapshot(java.util.List<AtomicLong> done) {
+        long[] at = new long[done.size()];
+        for (int i = 0; i < at.length; i++) {
+            at[i] = done.get(i).get();
+        }
+        return at;
+    }
+
+    private static boolean anyIdle(java.util.List<AtomicLong> done, long[] d0) {
+        for (int i = 0; i < d0.length; i++) {
+            if (done.get(i).get() == d0[i]) {
+                return true;
+            }
+        }
+        return false;
     }
 }

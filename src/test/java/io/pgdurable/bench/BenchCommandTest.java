@@ -130,6 +130,27 @@ class BenchCommandTest {
 
     @Test
     @SuppressWarnings("unchecked")
+    void metrics_overhead_counts_both_arms_in_every_phase_and_alternates_their_schemas() {
+        Map<String, Object> s = (Map<String, Object>) ((Map<String, Object>) doc.get("scenarios"))
+                .get("metrics-overhead");
+        List<Object> phases = (List<Object>) ((Map<String, Object>) ((Map<String, Object>) s.get("short"))
+                .get("details")).get("phases");
+        assertEquals(4, phases.size(), "one round of four phases in the quick profile: " + phases);
+        List<Object> onSchemas = new java.util.ArrayList<>();
+        for (Object o : phases) {
+            Map<String, Object> ph = (Map<String, Object>) o;
+            onSchemas.add(ph.get("onSchema"));
+            double off = ((Number) ph.get("offItemsPerSecond")).doubleValue();
+            double on = ((Number) ph.get("onItemsPerSecond")).doubleValue();
+            assertTrue(off > 0 && on > 0, "an arm did nothing in a phase: " + ph);
+            assertEquals(on / off, ((Number) ph.get("ratio")).doubleValue(), 0.01 * on / off, ph.toString());
+        }
+        assertEquals(List.of(2L, 1L, 1L, 2L), onSchemas.stream().map(o -> ((Number) o).longValue()).toList(),
+                "the binder's schema alternates mirrored");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
     void json_records_machine_database_and_server_side_counting() {
         Map<String, Object> machine = (Map<String, Object>) doc.get("machine");
         assertTrue(((Number) machine.get("cores")).intValue() > 0);
