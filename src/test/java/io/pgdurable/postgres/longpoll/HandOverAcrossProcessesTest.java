@@ -141,7 +141,8 @@ class HandOverAcrossProcessesTest {
 
     @Test
     void session_tagged_and_oversized_items_are_announced_and_claimed_as_before() throws Exception {
-        try (LongPollHarness h = open("hoxplain", b -> b.handOverAcrossProcesses(true));
+        try (LongPollHarness h = open("hoxplain", b -> b.handOverAcrossProcesses(true)
+                .fallbackPollInterval(NO_PROBE_RACE));
              PostgresProvider other = enqueuer(h, true)) {
             // A fetch with a session configuration takes no hand-over, so nothing is written for it.
             WorkItem.ActivityExecute session = activity("hox-session", 1, "s-1", null);
@@ -165,6 +166,12 @@ class HandOverAcrossProcessesTest {
         }
     }
 
+    /**
+     * The tests that assert a notification woke the fetch keep the one-second fallback probe out of the way: on a
+     * loaded machine the probe came first once and claimed the item (CI, 2026-12-04).
+     */
+    private static final Duration NO_PROBE_RACE = Duration.ofSeconds(30);
+
     private static void claimedAfterNotification(LongPollHarness h, BackgroundFetch<FetchedWorkItem> w,
                                                  WorkItem.ActivityExecute item, int wakes) throws Exception {
         FetchedWorkItem got = w.get(GET).orElseThrow();
@@ -176,7 +183,7 @@ class HandOverAcrossProcessesTest {
 
     @Test
     void without_the_option_nothing_is_written_and_no_liveness_lock_is_held() throws Exception {
-        try (LongPollHarness h = open("hoxoff");
+        try (LongPollHarness h = open("hoxoff", b -> b.fallbackPollInterval(NO_PROBE_RACE));
              PostgresProvider other = enqueuer(h, false)) {
             BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
             int wakes = (int) h.signals.wakes();
