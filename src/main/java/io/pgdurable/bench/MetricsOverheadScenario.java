@@ -40,15 +40,13 @@ final class MetricsOverheadScenario implements Scenario {
 
     /** With or without the binder. */
     enum Arm {
-        OFF("off", "without the metrics binder"),
-        ON("on", "with the metrics binder (Prometheus registry, scraped every " + SCRAPE_SECONDS + " s)");
+        OFF("off"),
+        ON("on");
 
         final String key;
-        final String label;
 
-        Arm(String key, String label) {
+        Arm(String key) {
             this.key = key;
-            this.label = label;
         }
     }
 
