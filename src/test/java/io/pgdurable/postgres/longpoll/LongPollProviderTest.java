@@ -313,9 +313,13 @@ class LongPollProviderTest {
             younger.awaitParked(Duration.ofSeconds(5));
             long useless = h.signals.uselessWakes();
             for (int k = 2; k <= 3; k++) { // two useless wakes meant for the older fetch: it is now in its pause
-                long wakes = h.signals.wakes();
+                // Each round ends only once both claims ran: the older fetch's, then the younger's for the wake it
+                // passed on. Counting wakes instead let round m3 start while the older fetch, woken but not yet
+                // running, still looked parked; the m3 wake then went to the younger fetch and neither paused.
+                long before = h.signals.uselessWakes();
                 p.enqueueForOrchestrator(event("locked", "m" + k), null);
-                h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m" + k);
+                h.signals.await(() -> h.signals.uselessWakes() >= before + 2, Duration.ofSeconds(5),
+                        "both useless claims for m" + k);
                 Waits.until(() -> older.parked() && younger.parked(), Duration.ofSeconds(5),
                         () -> "both fetches to park again; older " + older.describe());
             }
