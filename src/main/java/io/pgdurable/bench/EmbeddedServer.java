@@ -57,10 +57,17 @@ public final class EmbeddedServer implements AutoCloseable {
 
     private void stop() {
         if (stopped.compareAndSet(false, true)) {
+            // An interrupt left set would cut short the wait for pg_ctl's stop, and the server's files would be
+            // deleted under a running postmaster; pg_ctl bounds the stop, and the flag is restored after it.
+            boolean interrupted = Thread.interrupted();
             try {
                 postgres.close();
             } catch (IOException | RuntimeException e) {
                 System.err.println("warning: could not stop the embedded PostgreSQL cleanly: " + e.getMessage());
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
             }
         }
     }

@@ -169,6 +169,10 @@ final class Database implements AutoCloseable {
         if (!stopped.compareAndSet(false, true)) {
             return;
         }
+        // Serve is stopped by an interrupt. Left set, it cut short the wait for pg_ctl's fast stop, and the
+        // throw-away server's files were then deleted under a postmaster still running (seen in CI). The stop is
+        // bounded by pg_ctl itself; the flag is restored after it.
+        boolean interrupted = Thread.interrupted();
         try {
             if (throwAway != null) {
                 throwAway.close();
@@ -179,6 +183,10 @@ final class Database implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             err.println("warning: could not stop the embedded PostgreSQL cleanly: " + e.getMessage());
             err.flush();
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 }
