@@ -1,5 +1,6 @@
 package io.pgdurable.bench;
 
+import io.pgdurable.internal.EmbeddedStop;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -57,17 +58,10 @@ public final class EmbeddedServer implements AutoCloseable {
 
     private void stop() {
         if (stopped.compareAndSet(false, true)) {
-            // An interrupt left set would cut short the wait for pg_ctl's stop, and the server's files would be
-            // deleted under a running postmaster; pg_ctl bounds the stop, and the flag is restored after it.
-            boolean interrupted = Thread.interrupted();
             try {
-                postgres.close();
+                EmbeddedStop.close(postgres);
             } catch (IOException | RuntimeException e) {
                 System.err.println("warning: could not stop the embedded PostgreSQL cleanly: " + e.getMessage());
-            } finally {
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
             }
         }
     }

@@ -1,6 +1,7 @@
 package io.pgdurable.cli;
 
 import io.pgdurable.spi.ProviderException;
+import io.pgdurable.internal.EmbeddedStop;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -133,7 +134,7 @@ final class DataDirectory implements AutoCloseable {
             return;
         }
         try {
-            server.close();
+            EmbeddedStop.close(server);
         } catch (IOException | RuntimeException e) {
             throw new ProviderException("embedded", "could not stop the embedded PostgreSQL in " + dir + ": "
                     + e.getMessage(), false, null, e);

@@ -1,6 +1,7 @@
 package io.pgdurable.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.pgdurable.internal.EmbeddedStop;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ProviderException;
@@ -169,13 +170,9 @@ final class Database implements AutoCloseable {
         if (!stopped.compareAndSet(false, true)) {
             return;
         }
-        // Serve is stopped by an interrupt. Left set, it cut short the wait for pg_ctl's fast stop, and the
-        // throw-away server's files were then deleted under a postmaster still running (seen in CI). The stop is
-        // bounded by pg_ctl itself; the flag is restored after it.
-        boolean interrupted = Thread.interrupted();
         try {
             if (throwAway != null) {
-                throwAway.close();
+                EmbeddedStop.close(throwAway);
             }
             if (dataDirectory != null) {
                 dataDirectory.close();
@@ -183,10 +180,6 @@ final class Database implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             err.println("warning: could not stop the embedded PostgreSQL cleanly: " + e.getMessage());
             err.flush();
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
         }
     }
 }
