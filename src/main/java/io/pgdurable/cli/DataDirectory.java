@@ -1,7 +1,7 @@
 package io.pgdurable.cli;
 
-import io.pgdurable.spi.ProviderException;
 import io.pgdurable.internal.EmbeddedStop;
+import io.pgdurable.spi.ProviderException;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.PrintWriter;
