@@ -14,10 +14,10 @@ import io.pgdurable.spi.ProviderException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.stream.StreamSupport;
 
 /**
  * The client half of durable entities: signals, reads, queries and storage cleaning (the mapping is described on
@@ -156,11 +156,9 @@ final class EntityClient {
         return info(orchestration).map(h -> DtState.parse(h.status(), h.output().orElse(null)).isTerminal());
     }
 
-    private List<String> entityIds(String prefix, String after) {
-        List<String> ids = new ArrayList<>(admin.listInstances());
-        ids.removeIf(id -> !EntityBatches.isEntityId(id) || !id.startsWith(prefix) || id.compareTo(after) <= 0);
-        ids.sort(null);
-        return ids;
+    private Iterable<String> entityIds(String prefix, String after) {
+        Iterable<String> ids = InstanceIds.after(admin, after, prefix);
+        return () -> StreamSupport.stream(ids.spliterator(), false).filter(EntityBatches::isEntityId).iterator();
     }
 
     private Optional<InstanceInfo> info(String id) {

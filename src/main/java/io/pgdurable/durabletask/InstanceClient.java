@@ -215,23 +215,24 @@ final class InstanceClient {
     }
 
     /**
-     * One page of instances in instance-id order; the continuation token is the last id of the page. The provider
-     * has no Durable Task query, so this reads the id list and then each candidate's row: fine for operating a
-     * hub, not for hot paths over very many instances.
+     * One page of instances in instance-id order (the provider's: PostgreSQL's is the database collation's); the
+     * continuation token is the last id of the page. The provider has no Durable Task query, so this reads ids a chunk
+     * at a time from the continuation on, and then each candidate's row: a page with filters that few instances match
+     * reads as many rows as it passes.
      */
     QueryInstancesResponse query(InstanceQuery q) {
         int page = q.getMaxInstanceCount() > 0 ? q.getMaxInstanceCount() : DEFAULT_PAGE;
         String after = q.hasContinuationToken() ? q.getContinuationToken().getValue() : "";
         String prefix = q.hasInstanceIdPrefix() ? q.getInstanceIdPrefix().getValue() : "";
         Set<OrchestrationStatus> statuses = statusSet(q.getRuntimeStatusList());
-        List<String> ids = new ArrayList<>(admin.listInstances());
-        // Entities (@name@key) are instances of the provider but not orchestrations: listed only when asked by prefix.
-        ids.removeIf(id -> !id.startsWith(prefix) || id.compareTo(after) <= 0
-                || (EntityBatches.isEntityId(id) && !prefix.startsWith("@")));
-        ids.sort(null);
         QueryInstancesResponse.Builder out = QueryInstancesResponse.newBuilder();
         String last = null;
-        for (String id : ids) {
+        for (String id : InstanceIds.after(admin, after, prefix)) {
+            // Entities (@name@key) are instances of the provider but not orchestrations: listed only when asked by
+            // prefix.
+            if (EntityBatches.isEntityId(id) && !prefix.startsWith("@")) {
+                continue;
+            }
             if (out.getOrchestrationStateCount() >= page) {
                 out.setContinuationToken(DtEvents.string(last));
                 break;
@@ -396,12 +397,9 @@ final class InstanceClient {
         Set<OrchestrationStatus> statuses = statusSet(r.getRuntimeStatusList());
         Instant from = r.hasCompletedTimeFrom() ? DtEvents.instant(r.getCompletedTimeFrom()) : null;
         Instant to = r.hasCompletedTimeTo() ? DtEvents.instant(r.getCompletedTimeTo()) : null;
-        List<String> ids = new ArrayList<>(admin.listInstances());
-        ids.removeIf(id -> id.compareTo(after) <= 0);
-        ids.sort(null);
         ListInstanceIdsResponse.Builder out = ListInstanceIdsResponse.newBuilder();
         String last = null;
-        for (String id : ids) {
+        for (String id : InstanceIds.after(admin, after, "")) {
             if (out.getInstanceIdsCount() >= page) {
                 out.setLastInstanceKey(DtEvents.string(last));
                 break;

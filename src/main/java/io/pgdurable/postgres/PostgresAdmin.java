@@ -41,6 +41,24 @@ final class PostgresAdmin implements ProviderAdmin {
     }
 
     @Override
+    public List<String> listInstancesAfter(String after, String prefix, int limit) {
+        String op = "listInstancesAfter";
+        Payloads.notNull(op, "after", after);
+        Payloads.notNull(op, "prefix", prefix);
+        if (limit <= 0) {
+            throw ProviderException.permanent(op, "limit must be positive, was " + limit);
+        }
+        return provider.call(op, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.listInstancesAfter)) {
+                ps.setString(1, after);
+                ps.setString(2, prefix);
+                ps.setInt(3, limit);
+                return collect(ps);
+            }
+        });
+    }
+
+    @Override
     public List<Long> listExecutions(String instance) {
         String op = "listExecutions";
         Payloads.notNull(op, "instance", instance);

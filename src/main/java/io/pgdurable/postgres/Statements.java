@@ -54,6 +54,7 @@ final class Statements {
     final String getKvValues;
     final String getInstanceStats;
     final String listInstances;
+    final String listInstancesAfter;
     final String listExecutions;
     final String getInstanceInfo;
     final String getExecutionInfo;
@@ -135,6 +136,7 @@ final class Statements {
         getKvValues = "SELECT * FROM " + s + "get_kv_values(?, ?)";
         getInstanceStats = "SELECT * FROM " + s + "get_instance_stats(?)";
         listInstances = "SELECT * FROM " + s + "list_instances(?)";
+        listInstancesAfter = "SELECT * FROM " + s + "list_instances_after(?, ?, ?)";
         listExecutions = "SELECT * FROM " + s + "list_executions(?)";
         getInstanceInfo = "SELECT * FROM " + s + "get_instance_info(?)";
         getExecutionInfo = "SELECT * FROM " + s + "get_execution_info(?, ?)";

@@ -15,6 +15,31 @@ public interface ProviderAdmin {
 
     List<String> listInstancesByStatus(String status);
 
+    /**
+     * One page of instance ids: at most {@code limit} ids that start with {@code prefix} and come after {@code after}
+     * in the provider's order of instance ids, in that order. Listing from {@code ""} and then from the last id of
+     * each page visits every instance that existed throughout, once. For management listings that page; unlike
+     * {@link #listInstances()} a page costs the page, not the hub. This default reads the whole list and orders it
+     * as Java's {@link String#compareTo} does; providers that can page in storage override it, and their order may
+     * differ (PostgreSQL's is the database collation's).
+     *
+     * @throws ProviderException permanent, when an argument is null or {@code limit} is not positive
+     */
+    default List<String> listInstancesAfter(String after, String prefix, int limit) {
+        String op = "listInstancesAfter";
+        if (after == null || prefix == null) {
+            throw ProviderException.permanent(op, (after == null ? "after" : "prefix") + " must not be null");
+        }
+        if (limit <= 0) {
+            throw ProviderException.permanent(op, "limit must be positive, was " + limit);
+        }
+        return listInstances().stream()
+                .filter(id -> id.startsWith(prefix) && id.compareTo(after) > 0)
+                .sorted()
+                .limit(limit)
+                .toList();
+    }
+
     List<Long> listExecutions(String instance);
 
     List<Event> readHistoryWithExecutionId(String instance, long executionId);

@@ -154,6 +154,8 @@ class QueryPlansTest {
         explain("get_kv_values", sql.getKvValues, "inst-80", null);
         explain("get_instance_stats", sql.getInstanceStats, "inst-80");
         explain("list_executions", sql.listExecutions, "inst-70");
+        explain("list_instances_after (a page of 500)", sql.listInstancesAfter, "inst-5", "", 500);
+        explain("list_instances_after (prefix, 100)", sql.listInstancesAfter, "", "inst-9", 100);
         explain("get_instance_info", sql.getInstanceInfo, "inst-70");
         explain("get_execution_info", sql.getExecutionInfo, "inst-70", 2L);
         explain("list_children", sql.listChildren, "inst-20");
