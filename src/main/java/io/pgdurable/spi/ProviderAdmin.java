@@ -28,7 +28,7 @@ public interface ProviderAdmin {
     default List<String> listInstancesAfter(String after, String prefix, int limit) {
         String op = "listInstancesAfter";
         if (after == null || prefix == null) {
-            throw ProviderException.permanent(op, (after == null ? "after" : "prefix") + " must not be null");
+            throw ProviderException.permanent(op, (after == null ? "after" : "prefix") + " is null");
         }
         if (limit <= 0) {
             throw ProviderException.permanent(op, "limit must be positive, was " + limit);
