@@ -33,10 +33,11 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Drain throughput: a worker queue pre-filled with {@code drainItems} items is emptied by {@value #CONSUMERS}
- * consumers, and the clock runs from their start to the last ack. Every way of consuming is timed in the same mode
- * and round, beside a raw-SQL floor on the same database (one table, claim and delete in one statement), so the
- * ratios compare like with like on a noisy machine. Each arm runs {@code drainRounds} times, interleaved; figures
- * are medians. Every drained item is checked to be acked exactly once and the queue to be empty afterwards.
+ * consumers, and the clock runs from their start to the last ack; an untimed warm-up drain on the same provider (or
+ * raw connections) comes first. Every way of consuming is timed in the same mode and round, beside a raw-SQL floor on
+ * the same database (one table, claim and delete in one statement), so the ratios compare like with like on a noisy
+ * machine. Each arm runs {@code drainRounds} times, interleaved; figures are medians. Every drained item is checked to
+ * be acked exactly once and the queue to be empty afterwards.
  *
  * <p>Each drain has a provider of its own; once the last ack is counted it is closed, which returns the fetches of
  * consumers parked on the empty queue.
@@ -46,6 +47,8 @@ final class DrainScenario extends PairedScenario {
     static final int BATCH = 100;
     private static final Duration LOCK = Duration.ofSeconds(60);
     private static final String PAYLOAD_INPUT = "{}";
+    /** Activity ids of a round's warm-up items start here above the round's own ids (never reached by them). */
+    private static final long WARM_UP_ID_OFFSET = 5_000_000L;
 
     /** The ways of consuming, in run order within a round. */
     enum Arm {
@@ -86,7 +89,9 @@ final class DrainScenario extends PairedScenario {
     String description() {
         StringBuilder sb = new StringBuilder("A pre-filled worker queue is drained by " + CONSUMERS + " consumers; "
                 + "jobs/s = items ÷ (first consumer start → last ack). Arms, each on its own schema, interleaved "
-                + "round by round, medians of the rounds:");
+                + "round by round, medians of the rounds. Before each timed drain the same consumers (or the raw "
+                + "floor's connections) drain an untimed warm-up fill of a tenth as many items with the same calls, "
+                + "so the clock counts draining, not opening connections and compiling functions:");
         for (Arm a : Arm.values()) {
             sb.append(" **").append(a.key).append("**: ").append(a.description).append(';');
         }
@@ -104,6 +109,7 @@ final class DrainScenario extends PairedScenario {
         m.put("consumers", CONSUMERS);
         m.put("batch", BATCH);
         m.put("rounds", p.drainRounds());
+        m.put("warmUpItems", warmUpItems(p.drainItems()));
         m.put("lockTimeoutSeconds", LOCK.toSeconds());
         return m;
     }
@@ -172,19 +178,15 @@ final class DrainScenario extends PairedScenario {
 
     /**
      * One drain on a provider opened for it: closing the provider at the end returns the parked fetches of the
-     * consumers that found the queue empty.
+     * consumers that found the queue empty. Before the clock starts, the same consumers drain a warm-up fill
+     * ({@link #warmUpItems}) with the arm's own calls, without parking.
      */
     private Run drain(BenchContext ctx, Mode mode, Arm arm, int items, int round) throws Exception {
         long base = (long) round * 10_000_000L;
-        AtomicIntegerArray seen = new AtomicIntegerArray(items);
-        Counted counted = new Counted(base, items, seen, new AtomicLong(), new CountDownLatch(1), new AtomicLong());
-        Consumer body = switch (arm) {
-            case SINGLE -> new SingleConsumer(mode, false);
-            case ACK_NEXT -> new SingleConsumer(mode, true);
-            case BATCHED -> new BatchConsumer(mode, null);
-            case GROUPED -> new BatchConsumer(mode, BatchedThroughput.ackThreads(BATCH, "bench-drain-ack"));
-            default -> throw new IllegalArgumentException(arm.name());
-        };
+        Counted counted = Counted.of(base, items);
+        Counted warmed = Counted.of(base + WARM_UP_ID_OFFSET, warmUpItems(items));
+        Consumer body = consumer(arm, mode);
+        Consumer warmBody = consumer(arm, Mode.SHORT);
         ExecutorService consumers = Executors.newFixedThreadPool(CONSUMERS, r -> {
             Thread t = new Thread(r, "bench-drain-" + arm.key);
             t.setDaemon(true);
@@ -192,26 +194,20 @@ final class DrainScenario extends PairedScenario {
         });
         String schema;
         Run run;
-        List<Future<?>> running = new ArrayList<>();
+        List<Future<?>> running;
         try (Hub hub = ctx.hub(name() + "_" + arm.key, mode, CONSUMERS + 4,
                 arm == Arm.GROUPED ? b -> b.ackBatchSize(BATCH) : b -> b)) {
             schema = hub.schema();
             OrchestrationProvider p = hub.provider();
+            fill(p, warmed.base(), warmed.items());
+            for (Future<?> f : start(consumers, warmBody, p, warmed)) {
+                f.get(10, TimeUnit.MINUTES); // short polling: each consumer returns once the warm-up is acked
+            }
+            countedOnce(warmed, arm, "warm-up");
             fill(p, base, items);
             Server before = Server.read(ctx);
             long t0 = System.nanoTime();
-            for (int i = 0; i < CONSUMERS; i++) {
-                running.add(consumers.submit(() -> {
-                    try {
-                        body.consume(p, counted);
-                    } catch (Exception e) {
-                        if (!counted.done()) {
-                            throw e; // after the drain, closing the provider cuts parked fetches short
-                        }
-                    }
-                    return null;
-                }));
-            }
+            running = start(consumers, body, p, counted);
             while (!counted.allAcked().await(250, TimeUnit.MILLISECONDS)) {
                 for (Future<?> f : running) {
                     if (f.isDone()) {
@@ -226,12 +222,52 @@ final class DrainScenario extends PairedScenario {
         } finally {
             consumers.shutdown();
             body.close();
+            warmBody.close();
         }
         for (Future<?> f : running) {
             f.get(60, TimeUnit.SECONDS);
         }
-        verify(ctx, schema, seen, items, arm);
+        countedOnce(counted, arm, "drain");
+        verifyEmpty(ctx, schema, arm);
         return run;
+    }
+
+    /**
+     * Items of the untimed warm-up before each drain, provider and raw floor alike: enough batches for every consumer
+     * to run its calls on a connection of its own. Without it each drain also timed what only a new provider pays —
+     * the pool growing to {@value #CONSUMERS} connections and each new server session compiling the stored functions
+     * on its first call (about 25 ms per session here, against well under a second for a batched drain).
+     */
+    static int warmUpItems(int items) {
+        return Math.max(CONSUMERS * BATCH, items / 10);
+    }
+
+    private static Consumer consumer(Arm arm, Mode mode) {
+        return switch (arm) {
+            case SINGLE -> new SingleConsumer(mode, false);
+            case ACK_NEXT -> new SingleConsumer(mode, true);
+            case BATCHED -> new BatchConsumer(mode, null);
+            case GROUPED -> new BatchConsumer(mode, BatchedThroughput.ackThreads(BATCH, "bench-drain-ack"));
+            default -> throw new IllegalArgumentException(arm.name());
+        };
+    }
+
+    private static List<Future<?>> start(ExecutorService consumers, Consumer body, OrchestrationProvider p,
+                                         Counted counted) {
+        List<Future<?>> running = new ArrayList<>();
+        for (int i = 0; i < CONSUMERS; i++) {
+            running.add(consumers.submit(() -> {
+                try {
+                    body.consume(p, counted);
+                } catch (Exception e) {
+                    if (!counted.done()) {
+                        throw e; // after the drain, closing the provider cuts parked fetches short
+                    }
+                }
+                return null;
+            }));
+        }
+        return running;
     }
 
     private static void fill(OrchestrationProvider p, long base, int items) {
@@ -245,33 +281,43 @@ final class DrainScenario extends PairedScenario {
         }
     }
 
-    private static void verify(BenchContext ctx, String schema, AtomicIntegerArray seen, int items, Arm arm)
-            throws SQLException {
+    private static void countedOnce(Counted counted, Arm arm, String what) {
         int missing = 0;
         int twice = 0;
-        for (int i = 0; i < items; i++) {
-            int n = seen.get(i);
+        for (int i = 0; i < counted.items(); i++) {
+            int n = counted.seen().get(i);
             if (n == 0) {
                 missing++;
             } else if (n > 1) {
                 twice++;
             }
         }
+        if (missing > 0 || twice > 0) {
+            throw new AssertionError(what + " " + arm.key + ": not exactly once: " + missing + " item(s) never acked, "
+                    + twice + " acked more than once");
+        }
+    }
+
+    private static void verifyEmpty(BenchContext ctx, String schema, Arm arm) throws SQLException {
         long left;
         try (Connection c = DriverManager.getConnection(ctx.url()); Statement st = c.createStatement();
              ResultSet rs = st.executeQuery("SELECT count(*) FROM " + Identifiers.quote(schema) + ".worker_queue")) {
             rs.next();
             left = rs.getLong(1);
         }
-        if (missing > 0 || twice > 0 || left > 0) {
-            throw new AssertionError("drain " + arm.key + ": not exactly once: " + missing + " item(s) never acked, "
-                    + twice + " acked more than once, " + left + " row(s) left in the queue");
+        if (left > 0) {
+            throw new AssertionError("drain " + arm.key + ": " + left + " row(s) left in the queue after the drain");
         }
     }
 
     /** Shared bookkeeping of one drain: which items were acked how often, and when the last one was. */
     private record Counted(long base, int items, AtomicIntegerArray seen, AtomicLong acked, CountDownLatch allAcked,
                            AtomicLong lastAckNanos) {
+        static Counted of(long base, int items) {
+            return new Counted(base, items, new AtomicIntegerArray(items), new AtomicLong(), new CountDownLatch(1),
+                    new AtomicLong());
+        }
+
         /** Counts an item whose ack returned. */
         void acked(WorkItem item) {
             long id = ((WorkItem.ActivityExecute) item).id();
@@ -380,67 +426,30 @@ final class DrainScenario extends PairedScenario {
         }
     }
 
+    /** The raw floor's drain, after a warm-up drain on the same connections (as the provider arms have). */
     private Run rawDrain(BenchContext ctx, String schema, Arm arm, int items) throws Exception {
         String q = Identifiers.quote(schema) + ".q";
         int per = arm == Arm.RAW_SINGLE ? 1 : BATCH;
-        String payload = new WorkItem.ActivityExecute("drain", 1, 0, "Drain", PAYLOAD_INPUT).toJson();
-        try (Connection c = DriverManager.getConnection(ctx.url());
-             PreparedStatement ins = c.prepareStatement("INSERT INTO " + q + " (id, payload) SELECT g, ? FROM "
-                     + "generate_series(1, ?) g")) {
-            ins.setString(1, payload);
-            ins.setInt(2, items);
-            ins.executeUpdate();
-        }
         String claim = per == 1
                 ? "DELETE FROM " + q + " WHERE id = (SELECT id FROM " + q + " ORDER BY id FOR UPDATE SKIP LOCKED "
                         + "LIMIT 1) RETURNING id, payload"
                 : "DELETE FROM " + q + " WHERE id IN (SELECT id FROM " + q + " ORDER BY id FOR UPDATE SKIP LOCKED "
                         + "LIMIT " + per + ") RETURNING id, payload";
-        AtomicIntegerArray seen = new AtomicIntegerArray(items);
         List<Connection> connections = new ArrayList<>();
         ExecutorService clients = Executors.newFixedThreadPool(CONSUMERS);
         try {
             for (int i = 0; i < CONSUMERS; i++) {
                 connections.add(DriverManager.getConnection(ctx.url()));
             }
+            int warm = warmUpItems(items);
+            // Warm-up rows sort before the drain's, as the provider's do (identity order).
+            rawFill(ctx, q, 1, warm);
+            rawPass(clients, connections, claim, 1, warm);
+            rawFill(ctx, q, warm + 1, items);
             Server before = Server.read(ctx);
             long t0 = System.nanoTime();
-            List<Future<Long>> done = new ArrayList<>();
-            for (Connection c : connections) {
-                done.add(clients.submit(() -> {
-                    long last = 0;
-                    try (PreparedStatement ps = c.prepareStatement(claim)) {
-                        while (true) {
-                            int n = 0;
-                            try (ResultSet rs = ps.executeQuery()) {
-                                while (rs.next()) {
-                                    seen.incrementAndGet((int) rs.getLong(1) - 1);
-                                    rs.getString(2);
-                                    n++;
-                                }
-                            }
-                            if (n == 0) {
-                                return last;
-                            }
-                            last = System.nanoTime();
-                        }
-                    }
-                }));
-            }
-            long end = t0;
-            for (Future<Long> f : done) {
-                end = Math.max(end, f.get(10, TimeUnit.MINUTES));
-            }
+            long end = Math.max(t0, rawPass(clients, connections, claim, warm + 1, items));
             Server after = Server.read(ctx);
-            int missing = 0;
-            int twice = 0;
-            for (int i = 0; i < items; i++) {
-                missing += seen.get(i) == 0 ? 1 : 0;
-                twice += seen.get(i) > 1 ? 1 : 0;
-            }
-            if (missing > 0 || twice > 0) {
-                throw new AssertionError("raw drain: " + missing + " row(s) never deleted, " + twice + " twice");
-            }
             return new Run((end - t0) / 1e9, after.statements - before.statements, after.execMs - before.execMs,
                     (after.cpuNanos - before.cpuNanos) / 1e6);
         } finally {
@@ -449,6 +458,63 @@ final class DrainScenario extends PairedScenario {
                 c.close();
             }
         }
+    }
+
+    private static void rawFill(BenchContext ctx, String q, long firstId, int count) throws SQLException {
+        String payload = new WorkItem.ActivityExecute("drain", 1, 0, "Drain", PAYLOAD_INPUT).toJson();
+        try (Connection c = DriverManager.getConnection(ctx.url());
+             PreparedStatement ins = c.prepareStatement("INSERT INTO " + q + " (id, payload) SELECT g, ? FROM "
+                     + "generate_series(?::bigint, ?::bigint) g")) {
+            ins.setString(1, payload);
+            ins.setLong(2, firstId);
+            ins.setLong(3, firstId + count - 1);
+            ins.executeUpdate();
+        }
+    }
+
+    /**
+     * Drains rows {@code firstId …} of the raw table on the connections, one client thread each, checks every row was
+     * deleted exactly once, and returns when the last claim that deleted rows returned ({@link System#nanoTime}).
+     */
+    private static long rawPass(ExecutorService clients, List<Connection> connections, String claim, long firstId,
+                                int count) throws Exception {
+        AtomicIntegerArray seen = new AtomicIntegerArray(count);
+        List<Future<Long>> done = new ArrayList<>();
+        for (Connection c : connections) {
+            done.add(clients.submit(() -> {
+                long last = 0;
+                try (PreparedStatement ps = c.prepareStatement(claim)) {
+                    while (true) {
+                        int n = 0;
+                        try (ResultSet rs = ps.executeQuery()) {
+                            while (rs.next()) {
+                                seen.incrementAndGet((int) (rs.getLong(1) - firstId));
+                                rs.getString(2);
+                                n++;
+                            }
+                        }
+                        if (n == 0) {
+                            return last;
+                        }
+                        last = System.nanoTime();
+                    }
+                }
+            }));
+        }
+        long end = 0;
+        for (Future<Long> f : done) {
+            end = Math.max(end, f.get(10, TimeUnit.MINUTES));
+        }
+        int missing = 0;
+        int twice = 0;
+        for (int i = 0; i < count; i++) {
+            missing += seen.get(i) == 0 ? 1 : 0;
+            twice += seen.get(i) > 1 ? 1 : 0;
+        }
+        if (missing > 0 || twice > 0) {
+            throw new AssertionError("raw drain: " + missing + " row(s) never deleted, " + twice + " twice");
+        }
+        return end;
     }
 
     /** The server's counters and this process's CPU time at one moment. */

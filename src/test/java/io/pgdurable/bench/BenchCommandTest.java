@@ -130,6 +130,24 @@ class BenchCommandTest {
 
     @Test
     @SuppressWarnings("unchecked")
+    void drain_states_its_untimed_warm_up_and_times_every_arm_in_every_round() {
+        Map<String, Object> s = (Map<String, Object>) ((Map<String, Object>) doc.get("scenarios")).get("drain");
+        Map<String, Object> settings = (Map<String, Object>) s.get("settings");
+        // quick: 1,000 items, so the warm-up is the floor of one batch per consumer
+        assertEquals(400, ((Number) settings.get("warmUpItems")).intValue(), settings.toString());
+        for (String mode : List.of("short", "long")) {
+            Map<String, Object> details = (Map<String, Object>) ((Map<String, Object>) s.get(mode)).get("details");
+            for (String arm : List.of("rawSingle", "single", "ackNext", "rawBatched", "batched",
+                    "batchedGroupedAcks")) {
+                List<Object> rounds = (List<Object>) details.get(arm + ".rounds");
+                assertEquals(1, rounds.size(), mode + " " + arm + ": " + rounds);
+                assertTrue(((Number) rounds.get(0)).doubleValue() > 0, mode + " " + arm + ": " + rounds);
+            }
+        }
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
     void metrics_overhead_counts_both_arms_in_every_phase_and_alternates_their_schemas() {
         Map<String, Object> s = (Map<String, Object>) ((Map<String, Object>) doc.get("scenarios"))
                 .get("metrics-overhead");
