@@ -282,10 +282,15 @@ final class DrainScenario extends PairedScenario {
     }
 
     private static void countedOnce(Counted counted, Arm arm, String what) {
+        exactlyOnce(counted.seen(), what + " " + arm.key, "acked");
+    }
+
+    /** Fails unless every slot of {@code seen} was counted exactly once ({@code done}: what counting it means). */
+    private static void exactlyOnce(AtomicIntegerArray seen, String what, String done) {
         int missing = 0;
         int twice = 0;
-        for (int i = 0; i < counted.items(); i++) {
-            int n = counted.seen().get(i);
+        for (int i = 0; i < seen.length(); i++) {
+            int n = seen.get(i);
             if (n == 0) {
                 missing++;
             } else if (n > 1) {
@@ -293,8 +298,8 @@ final class DrainScenario extends PairedScenario {
             }
         }
         if (missing > 0 || twice > 0) {
-            throw new AssertionError(what + " " + arm.key + ": not exactly once: " + missing + " item(s) never acked, "
-                    + twice + " acked more than once");
+            throw new AssertionError(what + ": not exactly once: " + missing + " item(s) never " + done + ", "
+                    + twice + " " + done + " more than once");
         }
     }
 
@@ -505,15 +510,7 @@ final class DrainScenario extends PairedScenario {
         for (Future<Long> f : done) {
             end = Math.max(end, f.get(10, TimeUnit.MINUTES));
         }
-        int missing = 0;
-        int twice = 0;
-        for (int i = 0; i < count; i++) {
-            missing += seen.get(i) == 0 ? 1 : 0;
-            twice += seen.get(i) > 1 ? 1 : 0;
-        }
-        if (missing > 0 || twice > 0) {
-            throw new AssertionError("raw drain: " + missing + " row(s) never deleted, " + twice + " twice");
-        }
+        exactlyOnce(seen, "raw drain", "deleted");
         return end;
     }
 
