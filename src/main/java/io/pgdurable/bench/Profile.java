@@ -29,7 +29,7 @@ record Profile(String name, Duration idleWarmup, Duration idleWindowLong, Durati
 
     static final Profile DEFAULT = new Profile("default", Duration.ofSeconds(3), Duration.ofSeconds(60),
             Duration.ofSeconds(30), Duration.ofSeconds(10), 32, List.of(8, 32, 64), 300, 600, Duration.ofMillis(1500),
-            60, 300, Duration.ofSeconds(2), Duration.ofSeconds(12), Duration.ofSeconds(2), Duration.ofSeconds(12),
+            300, 300, Duration.ofSeconds(2), Duration.ofSeconds(12), Duration.ofSeconds(2), Duration.ofSeconds(12),
             Duration.ofSeconds(6), 3, Duration.ofSeconds(2), Duration.ofSeconds(12), 20_000, 3, 20_000,
             Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofSeconds(10));
 

@@ -22,7 +22,7 @@ final class Deadlines {
     /** The highest sequence number among the deadlines dropped for capacity, -1 while none was. */
     private long lastDropped = -1;
 
-    /** {@code atMicros}: when the deadline fires, which for a visibility time is {@code leadMicros} before it. */
+    /** {@code atMicros}: when the deadline fires, {@code leadMicros} before the time it stands for. */
     private record Key(long atMicros, long seq) implements Comparable<Key> {
         @Override
         public int compareTo(Key o) {
@@ -36,8 +36,9 @@ final class Deadlines {
     }
 
     /**
-     * @param leadMicros how long before its time a visibility deadline (count above 0) fires; lease ends fire at
-     *                   their time
+     * @param leadMicros how long before its time a deadline fires: a visibility time wakes its fetch early, a lease
+     *                   end starts its read-only verification early (the hint keeps its own time either way, and
+     *                   whatever acts on it waits for that time before it claims)
      */
     Deadlines(int capacity, long leadMicros) {
         this.capacity = capacity;
@@ -47,7 +48,7 @@ final class Deadlines {
     /** When {@code hint} fires, in microseconds since the epoch. */
     private long firesAt(Hint hint) {
         long at = micros(hint.atMs());
-        return hint.count() > 0 ? at - leadMicros : at;
+        return at == Long.MIN_VALUE ? at : at - leadMicros;
     }
 
     private static long micros(long ms) {
@@ -87,10 +88,10 @@ final class Deadlines {
         while (it.hasNext()) {
             Map.Entry<Key, Hint> e = it.next();
             if (e.getKey().atMicros() >= horizon) {
-                break;
+                break; // keys are at or before their hints' times, so every later one is at the horizon or beyond
             }
             Hint h = e.getValue();
-            if (e.getKey().seq() < mark && h.count() == 0 && h.queue() == queue) {
+            if (e.getKey().seq() < mark && h.count() == 0 && h.queue() == queue && micros(h.atMs()) < horizon) {
                 it.remove();
                 dropped++;
             }

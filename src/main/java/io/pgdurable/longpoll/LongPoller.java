@@ -67,6 +67,11 @@ public final class LongPoller implements AutoCloseable {
      * (guarded by deadlineLock).
      */
     private final Map<QueueKind, Hint> toVerify = new EnumMap<>(QueueKind.class);
+    /**
+     * Per queue, the latest time among the lease ends in {@link #toVerify}: they fire {@code timerLead} early, so the
+     * verification asks about this time, which covers each of them (guarded by deadlineLock).
+     */
+    private final Map<QueueKind, Long> verifyAt = new EnumMap<>(QueueKind.class);
     private final ScheduledExecutorService timer;
     private final ExecutorService scans;
     private final ExecutorService probes;
@@ -250,7 +255,7 @@ public final class LongPoller implements AutoCloseable {
                         return Optional.empty();
                     }
                 }
-                if (hint.count() > 0 && !awaitVisible(hint.atMs(), deadline)) {
+                if (!awaitVisible(hint.atMs(), deadline)) {
                     registry.wake(hint, waiter, WakeSource.HANDOFF); // unused, as above
                     return Optional.empty();
                 }
@@ -293,11 +298,12 @@ public final class LongPoller implements AutoCloseable {
     }
 
     /**
-     * A deadline fires {@code timerLead} before the visibility time it stands for, so the fetch it wakes is already
-     * running when that time comes: a parked thread's wake-up, and the timer's own, were most of a timer's lateness
-     * (docs/benchmarks.md, "Timer lead"). The fetch waits out the rest here, spinning while the poller's spin budget
-     * lasts and parking in short steps beyond it, and claims no earlier than {@code atMs} by the provider's clock.
-     * False when interrupted, out of time or closing before that time came.
+     * A deadline fires {@code timerLead} before the time it stands for, so the fetch it wakes is already running when
+     * that time comes: a parked thread's wake-up, and the timer's own, were most of a timer's lateness
+     * (docs/benchmarks.md, "Timer lead"); for a lease end, the read-only verification's round trip as well ("Lease
+     * ends verified ahead"). The fetch waits out the rest here, spinning while the poller's spin budget lasts and
+     * parking in short steps beyond it, and claims no earlier than {@code atMs} by the provider's clock. False when
+     * interrupted, out of time or closing before that time came.
      */
     private boolean awaitVisible(long atMs, long deadline) {
         if (clock.millis() >= atMs) {
@@ -498,9 +504,11 @@ public final class LongPoller implements AutoCloseable {
                     wake.add(h);
                 } else if (toVerify.containsKey(q)) {
                     toVerify.put(q, sameRoutes(toVerify.get(q), h));
+                    verifyAt.merge(q, h.atMs(), Math::max);
                 } else if (now - lastVerification.get(q) >= cadence) {
                     lastVerification.put(q, now);
                     toVerify.put(q, h);
+                    verifyAt.put(q, h.atMs());
                     verify = true;
                 } else {
                     deadlines.add(new Hint(q, lastVerification.get(q) + cadence, 0, h.untagged(), h.tags(),
@@ -636,16 +644,21 @@ public final class LongPoller implements AutoCloseable {
         try {
             while (scanPending.getAndSet(false) && !closed.get()) {
                 long mark;
+                long askAt = Long.MIN_VALUE;
                 Map<QueueKind, Hint> verifying = new EnumMap<>(QueueKind.class);
                 deadlineLock.lock();
                 try {
                     mark = deadlines.mark();
                     verifying.putAll(toVerify);
                     toVerify.clear();
+                    for (long at : verifyAt.values()) {
+                        askAt = Math.max(askAt, at);
+                    }
+                    verifyAt.clear();
                 } finally {
                     deadlineLock.unlock();
                 }
-                if (!verifying.isEmpty() && probeFor(verifying)) {
+                if (!verifying.isEmpty() && probeFor(verifying, askAt)) {
                     signals.leaseEndsVerified(0);
                     scanLater();
                     continue;
@@ -681,14 +694,17 @@ public final class LongPoller implements AutoCloseable {
     }
 
     /**
-     * The probe's answer for due lease ends: wakes for what is claimable now (a due lease end whose item is
-     * claimable is among it); true when it found anything. A count at the cap routes by the items it counted only,
-     * so it cannot vouch for a lease-ended item: those lease ends wake a fetch themselves.
+     * The probe's answer for due lease ends: wakes for what is claimable at {@code askAt}, the latest of their times
+     * (a due lease end whose item is claimable is among it); true when it found anything. They fire {@code timerLead}
+     * early, so the question is usually about the next millisecond: its answer's hints carry that time, and the
+     * fetches they wake wait for it before they claim, so nothing is claimed before its lease ended. A count at the
+     * cap routes by the items it counted only, so it cannot vouch for a lease-ended item: those lease ends wake a
+     * fetch themselves.
      */
-    private boolean probeFor(Map<QueueKind, Hint> verifying) {
+    private boolean probeFor(Map<QueueKind, Hint> verifying, long askAt) {
         List<Hint> claimable;
         try {
-            claimable = scanner.probe(clock.millis());
+            claimable = scanner.probe(Math.max(clock.millis(), askAt));
         } catch (RuntimeException e) {
             LOG.debug("pgdurable: lease-end probe failed", e);
             return false;
@@ -699,7 +715,9 @@ public final class LongPoller implements AutoCloseable {
                 registry.wake(due, null, WakeSource.DEADLINE);
             }
         }
-        claimable.forEach(h -> route(h, WakeSource.PROBE));
+        // Woken directly, not routed: a hint for the next millisecond would otherwise be tracked and fire through the
+        // timer thread, a hand-off the lead was meant to save.
+        claimable.forEach(h -> registry.wake(h, null, WakeSource.PROBE));
         return !claimable.isEmpty();
     }
 

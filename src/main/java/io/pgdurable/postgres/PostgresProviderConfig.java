@@ -676,8 +676,9 @@ public final class PostgresProviderConfig {
         /**
          * How long before a delayed item's visibility time its deadline wakes a parked fetch, which then waits out
          * the rest itself, busy-waiting within a small budget (default 1 ms; at most 10 ms). The fetch still claims
-         * no earlier than that time. Zero wakes the fetch at the time itself, as the design describes; see
-         * docs/long-polling.md, "Timer lead".
+         * no earlier than that time. A lease end's read-only verification starts the same lead early and the fetches
+         * it wakes wait for the lease end likewise. Zero wakes the fetch at the time itself, as the design describes;
+         * see docs/long-polling.md, "Timer lead" and "Lease ends verified ahead".
          */
         public Builder timerLead(Duration lead) {
             this.timerLead = lead;

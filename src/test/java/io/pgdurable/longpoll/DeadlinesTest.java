@@ -40,16 +40,25 @@ class DeadlinesTest {
     }
 
     @Test
-    void a_lead_moves_visibility_deadlines_earlier_and_leaves_lease_ends_at_their_time() {
+    void a_lead_moves_every_deadline_earlier_and_each_hint_keeps_its_own_time() {
         Deadlines d = new Deadlines(100, 1_500); // 1.5 ms
         d.add(leaseEnd(QueueKind.WORKER, 1_000));
         d.add(visible(QueueKind.ORCHESTRATOR, 1_001));
-        assertEquals(999_500, d.earliestMicros(), "the visibility time fires 1.5 ms early, before the lease end");
-        assertEquals(List.of(1_001L), d.dueMicros(999_500).stream().map(Hint::atMs).toList(),
-                "the hint keeps its own time: the fetch it wakes claims no earlier");
-        assertEquals(1_000_000, d.earliestMicros());
-        assertTrue(d.dueMicros(999_999).isEmpty(), "a lease end fires at its time, not before");
-        assertEquals(1, d.dueMicros(1_000_000).size());
+        assertEquals(998_500, d.earliestMicros(), "the lease end fires 1.5 ms early");
+        assertTrue(d.dueMicros(998_499).isEmpty(), "nothing fires before its lead");
+        assertEquals(List.of(1_000L), d.dueMicros(998_500).stream().map(Hint::atMs).toList(),
+                "the hint keeps its own time: whatever acts on it waits for that time");
+        assertEquals(999_500, d.earliestMicros(), "the visibility time fires 1.5 ms early");
+        assertEquals(List.of(1_001L), d.dueMicros(999_500).stream().map(Hint::atMs).toList());
+    }
+
+    @Test
+    void a_lease_end_whose_early_firing_is_below_the_horizon_but_whose_time_is_not_is_kept() {
+        Deadlines d = new Deadlines(100, 1_500);
+        d.add(leaseEnd(QueueKind.WORKER, 1_000)); // fires at 998.5 ms
+        d.add(leaseEnd(QueueKind.WORKER, 3_001)); // fires at 2,999.5 ms, below a 3,000 ms horizon
+        assertEquals(1, d.dropLeaseEnds(QueueKind.WORKER, d.mark(), 3_000));
+        assertEquals(List.of(3_001L), d.dueMicros(Long.MAX_VALUE).stream().map(Hint::atMs).toList());
     }
 
     @Test

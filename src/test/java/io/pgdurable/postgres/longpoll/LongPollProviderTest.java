@@ -527,6 +527,44 @@ class LongPollProviderTest {
         }
     }
 
+    @Test
+    void with_a_timer_lead_a_lease_end_is_verified_before_it_and_the_item_is_reclaimed_no_earlier() {
+        // As with timers: the most lead allowed, one early verification in three proves the lead reaches lease ends,
+        // and every reclaim is checked against the crashed claim's lease end. No fallback probe, so every probe wake
+        // is the verification's.
+        try (LongPollHarness h = open("lpleaselead", b -> NO_FALLBACK.apply(b).timerLead(Duration.ofMillis(10)))) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            Duration lease = Duration.ofMillis(300);
+            int earlyVerifications = 0;
+            for (int i = 0; i < 3; i++) {
+                p.enqueueForWorker(activity("lead-crash-" + i, 1));
+                long s = System.currentTimeMillis();
+                FetchedWorkItem crashed = p.fetchWorkItem(lease, Duration.ZERO, null, TagFilter.any()).orElseThrow();
+                long e = System.currentTimeMillis();
+                int probeWakesBefore = h.signals.probeWakeMillis().size();
+                BackgroundFetch<FetchedWorkItem> w = h.parkWorker("lead-reclaim-" + i, POLL);
+                FetchedWorkItem again = w.get(GET).orElseThrow(() -> new AssertionError("never reclaimed"));
+                assertEquals(crashed.item(), again.item());
+                assertTrue(w.endMillis() >= s + lease.toMillis(), "reclaimed " + (s + lease.toMillis() - w.endMillis())
+                        + " ms before the lease ended");
+                assertTrue(w.endMillis() < e + lease.toMillis() + 150, "reclaimed "
+                        + (w.endMillis() - e - lease.toMillis()) + " ms after the lease ended");
+                List<Long> probeWakes = h.signals.probeWakeMillis();
+                assertTrue(probeWakes.size() > probeWakesBefore, "no verification woke the fetch");
+                long wokenAt = probeWakes.get(probeWakesBefore);
+                if (wokenAt < s + lease.toMillis()) {
+                    earlyVerifications++;
+                }
+                System.out.println("[lp] lease lead: verified and woken " + (s + lease.toMillis() - wokenAt)
+                        + " ms or more before the lease end, reclaimed " + (w.endMillis() - e - lease.toMillis())
+                        + " ms or less after");
+                p.ackWorkItem(again.lockToken(), null);
+            }
+            assertTrue(earlyVerifications > 0, "no lease end was verified before it ended");
+        }
+    }
+
     // ------------------------------------------------------------------ 5. delayed abandon
 
     @Test

@@ -27,6 +27,7 @@ final class SignalRecorder implements LongPollSignals {
     private final AtomicLong wakes = new AtomicLong();
     private final List<WakeSource> wakeSources = new CopyOnWriteArrayList<>();
     private final List<Long> deadlineWakeMillis = new CopyOnWriteArrayList<>();
+    private final List<Long> probeWakeMillis = new CopyOnWriteArrayList<>();
     private final AtomicLong claimsSkipped = new AtomicLong();
     private final AtomicLong uselessWakes = new AtomicLong();
     private final AtomicInteger verifications = new AtomicInteger();
@@ -52,6 +53,11 @@ final class SignalRecorder implements LongPollSignals {
     /** When each wake by a deadline was handed out (the system clock), oldest first. */
     List<Long> deadlineWakeMillis() {
         return List.copyOf(deadlineWakeMillis);
+    }
+
+    /** Wall-clock times of the wakes the probe's answers handed out (a lease end's verification among them). */
+    List<Long> probeWakeMillis() {
+        return List.copyOf(probeWakeMillis);
     }
 
     /** The counts of parked takers written so far (hand-over across processes), oldest first. */
@@ -120,6 +126,8 @@ final class SignalRecorder implements LongPollSignals {
     public void waiterWoken(QueueKind queue, WakeSource source) {
         if (source == WakeSource.DEADLINE) {
             deadlineWakeMillis.add(System.currentTimeMillis());
+        } else if (source == WakeSource.PROBE) {
+            probeWakeMillis.add(System.currentTimeMillis());
         }
         wakeSources.add(source);
         waiterWoken(queue.label());
