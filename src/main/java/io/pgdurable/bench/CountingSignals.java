@@ -5,6 +5,7 @@ import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.longpoll.WakeSource;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** Counts the long-poll machinery's moments (notifications, fallback probes, scans, wakes, reconnects). */
@@ -17,6 +18,8 @@ final class CountingSignals implements LongPollSignals {
     private final AtomicLong uselessWakes = new AtomicLong();
     private final Map<WakeSource, AtomicLong> wakesBySource = new java.util.EnumMap<>(WakeSource.class);
     private volatile boolean listening;
+    /** When deadlines woke fetches, in microseconds since the epoch; null until {@link #traceDeadlineWakes()}. */
+    private volatile ConcurrentLinkedQueue<Long> deadlineWakes;
 
     CountingSignals() {
         for (WakeSource s : WakeSource.values()) {
@@ -54,6 +57,10 @@ final class CountingSignals implements LongPollSignals {
 
     @Override
     public void waiterWoken(QueueKind queue, WakeSource source) {
+        ConcurrentLinkedQueue<Long> traced = deadlineWakes;
+        if (traced != null && source == WakeSource.DEADLINE) {
+            traced.add(RecordingClock.nowMicros());
+        }
         wakesBySource.get(source).incrementAndGet();
         waiterWoken(queue.label());
     }
@@ -61,6 +68,19 @@ final class CountingSignals implements LongPollSignals {
     @Override
     public void uselessWake(QueueKind queue) {
         uselessWakes.incrementAndGet();
+    }
+
+    /** From now on, remembers when each deadline wake was handed out (the timer thread's moment of firing). */
+    void traceDeadlineWakes() {
+        deadlineWakes = new ConcurrentLinkedQueue<>();
+    }
+
+    /** The deadline wakes since {@link #traceDeadlineWakes()}, in microseconds since the epoch, ascending. */
+    long[] deadlineWakeMicros() {
+        ConcurrentLinkedQueue<Long> traced = deadlineWakes;
+        long[] out = traced == null ? new long[0] : traced.stream().mapToLong(Long::longValue).toArray();
+        java.util.Arrays.sort(out);
+        return out;
     }
 
     boolean listening() {

@@ -15,10 +15,45 @@ import java.time.ZoneOffset;
  */
 final class RecordingClock extends Clock {
     private final ThreadLocal<long[]> first = ThreadLocal.withInitial(() -> new long[] {Long.MIN_VALUE});
+    /** Per thread: the last read, and the last read that the next one followed by at least {@link #GAP_MICROS}. */
+    private final ThreadLocal<long[]> reads = ThreadLocal.withInitial(() -> new long[] {Long.MIN_VALUE,
+            Long.MIN_VALUE});
+    /** A pause between two reads of one thread this long is a statement's round trip, not a wait's loop. */
+    private static final long GAP_MICROS = 250;
+    private volatile boolean traceReads;
 
     @Override
     public long millis() {
+        if (traceReads) {
+            long micros = nowMicros();
+            long[] r = reads.get();
+            if (r[0] != Long.MIN_VALUE && micros - r[0] >= GAP_MICROS) {
+                r[1] = r[0];
+            }
+            r[0] = micros;
+            return remember(Math.floorDiv(micros, 1000));
+        }
         return remember(System.currentTimeMillis());
+    }
+
+    /**
+     * From now on, remembers per thread when {@link #millis()} was last read, to the microsecond (costs an
+     * {@link Instant} per read, so only the scenarios that split a latency by it turn it on).
+     */
+    void traceReads() {
+        traceReads = true;
+    }
+
+    /**
+     * When this thread last read {@link #millis()} before a statement's round trip, in microseconds since the epoch
+     * ({@link Long#MIN_VALUE}: never, or before {@link #traceReads()}), given that the call returned at
+     * {@code returnedMicros}: a claim reads the clock right before its statement, and the reads after the statement
+     * (a claim made ahead of a visibility time waits for that time reading the clock in a loop) follow each other
+     * closely, so the claim's read is the last one that a pause of a round trip followed.
+     */
+    long readBeforeRoundTripMicros(long returnedMicros) {
+        long[] r = reads.get();
+        return r[0] == Long.MIN_VALUE || returnedMicros - r[0] >= GAP_MICROS ? r[0] : r[1];
     }
 
     /**

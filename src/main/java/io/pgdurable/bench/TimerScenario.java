@@ -21,6 +21,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * half a {@code StartOrchestration} enqueued with a delay. Lateness = the dispatcher's clock when its fetch returns
  * the item minus the item's visible-at time (exact: the fire time, or the enqueue's own {@code now} read through the
  * provider's clock plus the delay). A negative lateness is an early delivery.
+ *
+ * <p>Each sample's lateness is split where it arose: when the deadline that woke a fetch for it fired, against the
+ * time it was armed for (visible-at minus the timer lead); when the claim that returned it started (its clock read),
+ * against visible-at (negative: claimed ahead); and from there to the fetch's return (the round trip, and for a claim
+ * made ahead the wait for visible-at). The slowest samples are listed with their parts (details "slowest").
  */
 final class TimerScenario extends PairedScenario {
     private static final Duration LOCK = Duration.ofMinutes(10);
@@ -67,6 +72,7 @@ final class TimerScenario extends PairedScenario {
         String prefix = "tm-" + mode.key() + "-";
         Map<Integer, Long> visibleAt = new ConcurrentHashMap<>();
         Map<Integer, Boolean> delivered = new ConcurrentHashMap<>();
+        Map<Integer, long[]> claimed = new ConcurrentHashMap<>();
         LatencyRecorder all = new LatencyRecorder();
         LatencyRecorder timerFired = new LatencyRecorder();
         LatencyRecorder delayed = new LatencyRecorder();
@@ -74,6 +80,10 @@ final class TimerScenario extends PairedScenario {
         AtomicInteger started = new AtomicInteger();
         Workers dispatchers = new Workers();
         Map<String, Long> signals = Map.of();
+        LatencyRecorder deadlineFire = new LatencyRecorder();
+        LatencyRecorder claimStart = new LatencyRecorder();
+        LatencyRecorder claimToReturn = new LatencyRecorder();
+        List<Map<String, Object>> slowest = List.of();
         try (Hub hub = ctx.hub(name(), mode, DISPATCHERS + 2);
              Workers.Stopping stopFirst = dispatchers.stopFirst()) {
             OrchestrationProvider p = hub.provider();
@@ -83,6 +93,7 @@ final class TimerScenario extends PairedScenario {
                     return;
                 }
                 long returnedMicros = RecordingClock.nowMicros();
+                long claimStartMicros = hub.clock().readBeforeRoundTripMicros(returnedMicros);
                 FetchedOrchestration turn = f.get();
                 for (WorkItem m : turn.item().messages()) {
                     int sample = -1;
@@ -96,6 +107,7 @@ final class TimerScenario extends PairedScenario {
                         if (lateness < 0) {
                             early.incrementAndGet();
                         }
+                        claimed.put(sample, new long[] {claimStartMicros, returnedMicros});
                         all.recordMicros(lateness);
                         (sample % 2 == 0 ? timerFired : delayed).recordMicros(lateness);
                     }
@@ -113,6 +125,8 @@ final class TimerScenario extends PairedScenario {
             }
             dispatchers.check();
             hub.awaitParked(DISPATCHERS, 10_000);
+            hub.clock().traceReads();
+            hub.signals().traceDeadlineWakes();
             Map<String, Long> signals0 = hub.signals().snapshot();
             long maxDelay = prof.timerMaxDelay().toMillis();
             for (int i = 0; i < samples; i++) {
@@ -133,6 +147,9 @@ final class TimerScenario extends PairedScenario {
             Pause.until(() -> delivered.size() >= samples || dispatchers.failure() != null, maxDelay + 10_000);
             dispatchers.check();
             signals = CountingSignals.delta(signals0, hub.signals().snapshot());
+            long leadMicros = hub.provider().config().timerLead().toNanos() / 1000;
+            slowest = split(visibleAt, claimed, hub.signals().deadlineWakeMicros(), leadMicros, deadlineFire,
+                    claimStart, claimToReturn, Math.max(6, samples / 100));
             dispatchers.stop();
         } finally {
             dispatchers.stop();
@@ -144,7 +161,69 @@ final class TimerScenario extends PairedScenario {
                 .latency("lateness", all)
                 .latency("timerFired", timerFired)
                 .latency("delayedEnqueue", delayed)
-                .detail("signals", signals);
+                .latency("deadlineFire", deadlineFire)
+                .latency("claimStart", claimStart)
+                .latency("claimToReturn", claimToReturn)
+                .detail("signals", signals)
+                .detail("slowest", slowest);
+    }
+
+    /** A deadline wake this long before a claim started may be the one that woke it; an older one is not. */
+    private static final long WAKE_MATCH_MICROS = 20_000;
+
+    /**
+     * Splits every delivered sample's lateness into its parts (see the class comment) and returns the
+     * {@code listed} slowest samples with them, slowest first. The deadline wake of a sample is the latest one at or
+     * before its claim's start (within {@link #WAKE_MATCH_MICROS}); two samples visible within a millisecond or two
+     * of each other can be matched to each other's wake, which the listing's figures show.
+     */
+    private static List<Map<String, Object>> split(Map<Integer, Long> visibleAt, Map<Integer, long[]> claimed,
+                                                   long[] wakes, long leadMicros, LatencyRecorder deadlineFire,
+                                                   LatencyRecorder claimStart, LatencyRecorder claimToReturn,
+                                                   int listed) {
+        record Row(long latenessMicros, Map<String, Object> parts) {}
+        List<Row> rows = new java.util.ArrayList<>();
+        for (Map.Entry<Integer, long[]> e : claimed.entrySet()) {
+            long visible = visibleAt.get(e.getKey()) * 1000L;
+            long start = e.getValue()[0];
+            long returned = e.getValue()[1];
+            if (start == Long.MIN_VALUE || start > returned) {
+                continue; // no clock read traced on the claiming thread: no split for this sample
+            }
+            claimStart.recordMicros(start - visible);
+            claimToReturn.recordMicros(returned - start);
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("sample", e.getKey());
+            row.put("latenessMs", Num.round((returned - visible) / 1000.0));
+            int w = latestAtOrBefore(wakes, start);
+            if (w >= 0 && start - wakes[w] <= WAKE_MATCH_MICROS) {
+                long fire = wakes[w] - (visible - leadMicros);
+                deadlineFire.recordMicros(fire);
+                row.put("deadlineFireMs", Num.round(fire / 1000.0));
+            }
+            row.put("claimStartMs", Num.round((start - visible) / 1000.0));
+            row.put("claimToReturnMs", Num.round((returned - start) / 1000.0));
+            rows.add(new Row(returned - visible, row));
+        }
+        rows.sort((a, b) -> Long.compare(b.latenessMicros(), a.latenessMicros()));
+        return rows.stream().limit(listed).map(Row::parts).toList();
+    }
+
+    /** The index of the last element of ascending {@code a} at or before {@code v}; -1 when none is. */
+    private static int latestAtOrBefore(long[] a, long v) {
+        int lo = 0;
+        int hi = a.length - 1;
+        int found = -1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (a[mid] <= v) {
+                found = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return found;
     }
 
     /** The visible-at of a sample; it is stored right after its enqueue returns, well before it can be fetched. */

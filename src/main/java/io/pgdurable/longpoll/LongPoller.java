@@ -174,13 +174,45 @@ public final class LongPoller implements AutoCloseable {
      */
     public <T> Optional<T> fetch(QueueKind queue, Route route, Object claimKey, Object takes, Duration pollTimeout,
                                  String operation, Supplier<Optional<T>> claim) {
+        return fetch(queue, route, claimKey, takes, pollTimeout, operation, visibleBy -> claim.get(), false);
+    }
+
+    /** One claim attempt of a fetch that can claim ahead of a visibility time. */
+    @FunctionalInterface
+    public interface Claim<T> {
+        /** {@code visibleByMs} for a claim of what is visible by the claim's own clock. */
+        long NOW = Long.MIN_VALUE;
+
+        /**
+         * Claims what is visible by {@code visibleByMs} ({@link #NOW}: by the claim's own clock; else a visibility
+         * time at most the timer lead ahead of it, which the fetch waits for before it returns the claim). Leases
+         * are always judged by the claim's own clock: one that has not ended is never taken.
+         */
+        Optional<T> attempt(long visibleByMs);
+    }
+
+    /**
+     * {@link #fetch(QueueKind, Route, Object, Object, Duration, String, Supplier)} for a claim that can ask for what
+     * becomes visible by a given time. A fetch a deadline wakes for a visibility time then claims at once, up to
+     * {@code timerLead} ahead of that time, and returns what it claimed no earlier than that time: the claim's round
+     * trip overlaps the lead instead of following the time (docs/long-polling.md, "Timers claimed ahead"). A claim
+     * ahead that finds nothing is repeated once at that time, as the fetch would have claimed without the lead: an
+     * instance whose lease ends in between is claimable then and not before.
+     */
+    public <T> Optional<T> fetchClaimingAhead(QueueKind queue, Route route, Object claimKey, Object takes,
+                                              Duration pollTimeout, String operation, Claim<T> claim) {
+        return fetch(queue, route, claimKey, takes, pollTimeout, operation, claim, true);
+    }
+
+    private <T> Optional<T> fetch(QueueKind queue, Route route, Object claimKey, Object takes, Duration pollTimeout,
+                                  String operation, Claim<T> claim, boolean claimsAhead) {
         if (pollTimeout == null || pollTimeout.isZero() || pollTimeout.isNegative() || closed.get()) {
-            return claim.get();
+            return claim.attempt(Claim.NOW);
         }
         long deadline = System.nanoTime() + waitNanos(pollTimeout);
         Waiter waiter = registry.register(queue, route, takes, operation);
         if (waiter == null) {
-            return claim.get(); // closing: no more parking
+            return claim.attempt(Claim.NOW); // closing: no more parking
         }
         try {
             Hint wokenBy = null;
@@ -188,6 +220,7 @@ public final class LongPoller implements AutoCloseable {
             int unsuccessfulWakes = 0;
             boolean first = true;
             boolean handedOn = false;
+            long ahead = Claim.NOW;
             while (true) {
                 long epoch = registry.epoch(queue);
                 Optional<T> result;
@@ -198,12 +231,25 @@ public final class LongPoller implements AutoCloseable {
                     result = Optional.empty();
                     signals.claimSkipped(queue.label());
                 } else {
-                    result = claim.get();
+                    result = claim.attempt(ahead);
                     if (result.isEmpty() && claimKey != null) {
                         emptyAt.merge(claimKey, epoch, Math::max);
                     }
                 }
                 first = false;
+                if (ahead != Claim.NOW) {
+                    long visibleAt = ahead;
+                    ahead = Claim.NOW;
+                    if (result.isPresent()) {
+                        holdUntil(visibleAt);
+                    } else {
+                        if (!awaitVisible(visibleAt, deadline)) {
+                            registry.wake(wokenBy, waiter, WakeSource.HANDOFF); // unused, as below
+                            return Optional.empty();
+                        }
+                        continue; // the claim at that time, as without the lead
+                    }
+                }
                 if (result.isPresent()) {
                     if (wokenBy != null && wokenBy.openEnded() && wokenBy.hops() == 0) {
                         registry.wake(wokenBy.chained(), waiter, WakeSource.HANDOFF); // help drain a burst
@@ -234,6 +280,10 @@ public final class LongPoller implements AutoCloseable {
                     T item = (T) delivered.item();
                     return Optional.of(item);
                 }
+                boolean aheadWake = outcome instanceof Waiter.Ahead;
+                if (aheadWake) {
+                    outcome = ((Waiter.Ahead) outcome).hint();
+                }
                 if (!(outcome instanceof Hint hint)) {
                     return Optional.empty(); // timed out, closed or interrupted (the flag is kept)
                 }
@@ -255,7 +305,9 @@ public final class LongPoller implements AutoCloseable {
                         return Optional.empty();
                     }
                 }
-                if (!awaitVisible(hint.atMs(), deadline)) {
+                if (claimsAhead && aheadWake && hint.atMs() > clock.millis()) {
+                    ahead = hint.atMs();
+                } else if (!awaitVisible(hint.atMs(), deadline)) {
                     registry.wake(hint, waiter, WakeSource.HANDOFF); // unused, as above
                     return Optional.empty();
                 }
@@ -328,6 +380,30 @@ public final class LongPoller implements AutoCloseable {
                 }
             }
             return true;
+        } finally {
+            if (spin) {
+                spinBudget.spent(System.nanoTime() - start);
+            }
+        }
+    }
+
+    /**
+     * Holds a claim made ahead of {@code atMs} until that time by the provider's clock, so it is never returned
+     * early: like {@link #awaitVisible} but neither an interrupt, the fetch's own timeout nor closing cuts it short
+     * (the item is claimed already), bounded all the same by the lead and the clock's slack. An interrupt is kept.
+     */
+    private void holdUntil(long atMs) {
+        long start = System.nanoTime();
+        long limit = start + settings.timerLead().toNanos() + MAX_VISIBLE_WAIT_SLACK_NANOS;
+        boolean spin = spinBudget.allows(start);
+        try {
+            while (clock.millis() < atMs && System.nanoTime() - limit < 0) {
+                if (spin) {
+                    Thread.onSpinWait();
+                } else {
+                    LockSupport.parkNanos(PARK_STEP_NANOS);
+                }
+            }
         } finally {
             if (spin) {
                 spinBudget.spent(System.nanoTime() - start);

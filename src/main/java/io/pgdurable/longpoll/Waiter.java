@@ -40,7 +40,10 @@ final class Waiter {
     /** What this fetch takes from a writer's hand-over (the provider's claim request), or null: it only claims. */
     final Object takes;
     private final Semaphore permit = new Semaphore(0);
-    /** null (claiming, no wake), {@link #PARKED}, {@link #PAUSED}, a {@link Hint}, or a reservation state above. */
+    /**
+     * null (claiming, no wake), {@link #PARKED}, {@link #PAUSED}, a {@link Hint} or {@link Ahead}, or a reservation
+     * state above.
+     */
     private final AtomicReference<Object> pending = new AtomicReference<>();
     /** A wake that arrived while reserved. */
     private final AtomicReference<Hint> aside = new AtomicReference<>();
@@ -58,13 +61,18 @@ final class Waiter {
      * observes the fetch return also observes what woke it.
      */
     Offered offer(Hint hint) {
+        return offer(hint, false);
+    }
+
+    /** {@link #offer(Hint)}; {@code ahead}: the hint is a visibility time the fetch may claim ahead of. */
+    Offered offer(Hint hint, boolean ahead) {
         if (closed || !route.accepts(hint)) {
             return Offered.REFUSED;
         }
         while (true) {
             Object p = pending.get();
             if (p == null || p == PARKED) {
-                if (pending.compareAndSet(p, hint)) {
+                if (pending.compareAndSet(p, ahead ? new Ahead(hint) : hint)) {
                     return Offered.TAKEN;
                 }
             } else {
@@ -130,7 +138,8 @@ final class Waiter {
     }
 
     /**
-     * Waits up to {@code nanos} for a wake: the {@link Hint}, a {@link Delivered} item, or an {@link Outcome}. A
+     * Waits up to {@code nanos} for a wake: the {@link Hint} or {@link Ahead}, a {@link Delivered} item, or an
+     * {@link Outcome}. A
      * fetch that stops waiting while reserved settles the reservation first, so an item handed over meanwhile is
      * returned rather than left leased.
      */
@@ -155,7 +164,7 @@ final class Waiter {
             return new Delivered(takeHanded());
         }
         Object p = pending.getAndSet(null);
-        return p instanceof Hint h ? h : Outcome.TIMEOUT;
+        return p instanceof Hint || p instanceof Ahead ? p : Outcome.TIMEOUT;
     }
 
     /** Leaves the parked state; an item already handed over is still returned, a reservation is refused. */
@@ -187,7 +196,7 @@ final class Waiter {
     Hint[] takeUnused() {
         Object p = pending.getAndSet(null);
         Hint kept = aside.getAndSet(null);
-        Hint h = p instanceof Hint hint ? hint : null;
+        Hint h = p instanceof Hint hint ? hint : p instanceof Ahead a ? a.hint() : null;
         if (h != null) {
             permit.tryAcquire();
         }
@@ -206,6 +215,12 @@ final class Waiter {
 
     /** What {@link #offer} did with a hint: refused it, took it (the fetch awaits {@link #unpark}), or kept it aside. */
     enum Offered { REFUSED, TAKEN, KEPT_ASIDE }
+
+    /**
+     * A deadline's wake for the visibility time of its hint (a kept-aside or passed-on wake is a plain {@link Hint}):
+     * the fetch may claim what becomes visible by then at once, and return it no earlier.
+     */
+    record Ahead(Hint hint) {}
 
     /** An item a writer handed over: the fetch's result, leased to it already. */
     record Delivered(Object item) {}

@@ -148,6 +148,8 @@ final class WaiterRegistry {
     int wake(Hint hint, Waiter except, WakeSource source) {
         epochs.incrementAndGet(hint.queue().ordinal());
         int budget = hint.wakes();
+        // Only a deadline's own wake for items (not a lease end, nor a probe's answer about one) is a visibility time.
+        boolean ahead = source == WakeSource.DEADLINE && hint.count() > 0;
         int n = 0;
         Waiter first = null; // the common wake releases one fetch: no list for it
         List<Waiter> more = null;
@@ -160,7 +162,7 @@ final class WaiterRegistry {
                 if (w == except) {
                     continue;
                 }
-                Waiter.Offered offered = w.offer(hint);
+                Waiter.Offered offered = w.offer(hint, ahead);
                 if (offered == Waiter.Offered.REFUSED) {
                     continue;
                 }

@@ -40,15 +40,21 @@ final class OrchestrationClaimer {
         this.leases = leases;
     }
 
-    Optional<FetchedOrchestration> claim(String op, long now, long lockMs, Long min, Long max) {
+    /**
+     * @param now       the claim's own clock: leases are judged by it, and the lease taken starts at it
+     * @param visibleBy claim what is visible by then: {@code now}, or a visibility time up to the timer lead ahead of
+     *                  it (migration V21) when the caller returns the claim no earlier than that time
+     */
+    Optional<FetchedOrchestration> claim(String op, long now, long visibleBy, long lockMs, Long min, Long max) {
         String token = SqlRunner.newToken();
         return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.fetchOrchestrationItem)) {
                 ps.setLong(1, now);
-                ps.setLong(2, lockMs);
-                ps.setString(3, token);
-                setLongOrNull(ps, 4, min);
-                setLongOrNull(ps, 5, max);
+                ps.setLong(2, visibleBy);
+                ps.setLong(3, lockMs);
+                ps.setString(4, token);
+                setLongOrNull(ps, 5, min);
+                setLongOrNull(ps, 6, max);
                 try (ResultSet rs = ps.executeQuery()) {
                     logWarnings(ps.getWarnings());
                     if (!rs.next()) {

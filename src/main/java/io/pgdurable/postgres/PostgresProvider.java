@@ -414,9 +414,10 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         Long min = minVersion;
         Long max = maxVersion;
-        Supplier<Optional<FetchedOrchestration>> claim = () -> {
+        LongPoller.Claim<FetchedOrchestration> claim = visibleBy -> {
             long now = clock.millis();
-            Optional<FetchedOrchestration> got = orchestrations.claim(op, now, lockMs, min, max);
+            Optional<FetchedOrchestration> got = orchestrations.claim(op, now, Math.max(now, visibleBy), lockMs, min,
+                    max);
             if (got.isPresent()) {
                 if (longPoller != null) {
                     turns.started(got.get().item().instance(), got.get().lockToken(), now + lockMs, now);
@@ -425,8 +426,8 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
             return got;
         };
-        return longPoller == null ? claim.get()
-                : longPoller.fetch(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, Arrays.asList(min, max),
+        return longPoller == null ? claim.attempt(LongPoller.Claim.NOW)
+                : longPoller.fetchClaimingAhead(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, Arrays.asList(min, max),
                         handOver.orchestrationTakerFor(lockMs, min, max), pollTimeout, op, claim);
     }
 

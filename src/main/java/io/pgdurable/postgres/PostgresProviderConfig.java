@@ -27,7 +27,8 @@ public final class PostgresProviderConfig {
     public static final Duration MAX_BATCH_WAIT = Duration.ofMinutes(10);
     /** Upper bound of {@code ackFlushIdle}. */
     public static final Duration MAX_ACK_FLUSH_IDLE = Duration.ofSeconds(1);
-    public static final Duration DEFAULT_TIMER_LEAD = Duration.ofMillis(1);
+    /** 5 ms since migration V21 (orchestrator claims ahead of a visibility time), 1 ms before: docs/benchmarks.md. */
+    public static final Duration DEFAULT_TIMER_LEAD = Duration.ofMillis(5);
     /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
     public static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
 
@@ -674,11 +675,13 @@ public final class PostgresProviderConfig {
         }
 
         /**
-         * How long before a delayed item's visibility time its deadline wakes a parked fetch, which then waits out
-         * the rest itself, busy-waiting within a small budget (default 1 ms; at most 10 ms). The fetch still claims
-         * no earlier than that time. A lease end's read-only verification starts the same lead early and the fetches
-         * it wakes wait for the lease end likewise. Zero wakes the fetch at the time itself, as the design describes;
-         * see docs/long-polling.md, "Timer lead" and "Lease ends verified ahead".
+         * How long before a delayed item's visibility time its deadline wakes a parked fetch (default 5 ms; at most
+         * 10 ms). A worker fetch waits out the rest itself, busy-waiting within a small budget, and claims at that
+         * time; an orchestrator fetch claims at once what will be visible by that time (leases still judged by its own
+         * clock) and returns it no earlier than that time. A lease end's read-only verification starts the same lead
+         * early and the fetches it wakes wait for the lease end before they claim. Zero wakes the fetch at the time
+         * itself, as the design describes; see docs/long-polling.md, "Timer lead", "Timers claimed ahead" and "Lease
+         * ends verified ahead".
          */
         public Builder timerLead(Duration lead) {
             this.timerLead = lead;

@@ -75,8 +75,15 @@ final class Statements {
     final String nextDeadlines;
     /** The health check's question: does the database answer at all. */
     final String ping = "SELECT 1";
-    /** Every payload of one announcement batch, in one short transaction (the channel is a value, not SQL). */
-    final String announce = "SELECT count(pg_notify(?, p)) FROM unnest(?::text[]) AS p";
+    /**
+     * Every payload of one announcement batch, in one short transaction (the channel is a value, not SQL) that commits
+     * without waiting for its WAL flush: notifications are not durable in any case, and the writes they announce
+     * committed (flushed) before they were announced. A NOTIFY gives its transaction an id, so a synchronous commit
+     * waited for a flush of its own before the listeners were signalled (docs/benchmarks.md, "Announcements commit
+     * asynchronously").
+     */
+    final String announce = "SELECT count(pg_notify(?, p)) FROM unnest(?::text[]) AS p, "
+            + "set_config('synchronous_commit', 'off', true)";
     /** Both timeouts for the rest of the transaction only (the {@code SET LOCAL} of a scan), in one statement. */
     final String setLocalScanTimeouts = "SELECT set_config('lock_timeout', ?, true), "
             + "set_config('statement_timeout', ?, true)";
@@ -108,7 +115,7 @@ final class Statements {
                 + !transactionalNotify + ")";
         String mark = s + "provider_write" + markArguments;
         String claimMark = s + (asyncClaimCommit ? "provider_claim" : "provider_write") + markArguments;
-        fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(" + marked(5, 1, claimMark) + ")";
+        fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(" + marked(6, 1, claimMark) + ")";
         ackOrchestrationItem = "SELECT " + s + "ack_orchestration_turn(" + marked(31, 2, mark) + ")";
         abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(" + marked(4, 2, mark) + ")";
         renewOrchestrationItemLock = "SELECT " + s + "renew_orchestration_item_lock(" + marked(3, 2, mark) + ")";

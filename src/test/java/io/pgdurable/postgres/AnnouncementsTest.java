@@ -276,4 +276,34 @@ class AnnouncementsTest {
         long at = Long.parseLong(session.split("\\|")[1]);
         assertTrue(at >= before + 7_000 && at <= System.currentTimeMillis() + 7_000, session);
     }
+
+    /**
+     * The announcer's statement sends every payload and commits asynchronously: inside its transaction
+     * {@code synchronous_commit} is off, and only there (the session keeps its own setting afterwards).
+     */
+    @Test
+    void announcements_commit_without_waiting_for_their_flush() throws SQLException {
+        String channel = NotifyChannel.forSchema(schema);
+        Statements sql = new Statements(schema);
+        try (Connection c = TestDatabase.connect()) {
+            String sessionSetting = show(c);
+            c.setAutoCommit(false);
+            try (java.sql.PreparedStatement ps = c.prepareStatement(sql.announce)) {
+                ps.setString(1, channel);
+                ps.setArray(2, c.createArrayOf("text", new Object[] {"o|1|1|aa", "o|2|1|aa"}));
+                ps.execute();
+            }
+            assertEquals("off", show(c), "inside the announcing transaction");
+            c.commit();
+            assertEquals(sessionSetting, show(c), "after it: the session's own setting");
+        }
+        assertEquals(List.of("o|1|1", "o|2|1"), drain(2));
+    }
+
+    private static String show(Connection c) throws SQLException {
+        try (Statement st = c.createStatement(); java.sql.ResultSet rs = st.executeQuery("SHOW synchronous_commit")) {
+            assertTrue(rs.next());
+            return rs.getString(1);
+        }
+    }
 }

@@ -112,8 +112,8 @@ class QueryPlansTest {
     @Test
     void hot_path_and_per_instance_reads_use_indexes() throws SQLException {
         long now = 5_000;
-        explain("fetch_orchestration_item", sql.fetchOrchestrationItem, now, 30_000L, "lock_plan_1", null, null);
-        explain("fetch_orchestration_item (capability filter)", sql.fetchOrchestrationItem, now, 30_000L,
+        explain("fetch_orchestration_item", sql.fetchOrchestrationItem, now, now, 30_000L, "lock_plan_1", null, null);
+        explain("fetch_orchestration_item (capability filter)", sql.fetchOrchestrationItem, now, now, 30_000L,
                 "lock_plan_2", 1_000_000L, 1_999_999L);
         explain("ack_orchestration_item", sql.ackOrchestrationItem, "lock_plan_1", now, 1L,
                 new Long[] {10L}, new String[] {"ExternalEvent"}, new String[] {"{\"event_id\":10}"},

@@ -42,7 +42,10 @@ class OrchestratorClaimPlansTest {
         List<String> configs = BatchDb.strings("SELECT p.proname || ' ' || array_to_string(p.proconfig, ',') "
                 + "FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = '" + schema + "' "
                 + "AND p.proname IN ('fetch_orchestration_item', 'claim_orchestration_instance') ORDER BY 1");
+        // Both overloads of each: V19's, and V21's that claim ahead of a visibility time.
         assertEquals(List.of("claim_orchestration_instance plan_cache_mode=force_generic_plan",
+                "claim_orchestration_instance plan_cache_mode=force_generic_plan",
+                "fetch_orchestration_item plan_cache_mode=force_generic_plan",
                 "fetch_orchestration_item plan_cache_mode=force_generic_plan"), configs);
     }
 

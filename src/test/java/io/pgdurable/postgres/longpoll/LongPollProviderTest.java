@@ -483,6 +483,75 @@ class LongPollProviderTest {
         }
     }
 
+    @Test
+    void with_a_timer_lead_the_timer_is_claimed_ahead_of_its_fire_time_and_returned_no_earlier() {
+        // The claim's own clock is the instance lock's locked_at_ms: a claim ahead has it before the fire time. As
+        // above, the most lead allowed and one claim ahead in three (without claims ahead none ever is); every
+        // delivery is checked against its fire time.
+        try (LongPollHarness h = open("lpahead", b -> NO_FALLBACK.apply(b).timerLead(Duration.ofMillis(10)))) {
+            h.warmUp();
+            int claimedAhead = 0;
+            for (int i = 0; i < 3; i++) {
+                String instance = "ahead-" + i;
+                h.startInstance(instance);
+                BackgroundFetch<FetchedOrchestration> t = h.parkOrchestrator("ahead", POLL);
+                long fireAt = System.currentTimeMillis() + 300;
+                WorkItem.TimerFired timer = new WorkItem.TimerFired(instance, 1, 7, fireAt);
+                h.provider.enqueueForOrchestrator(timer, null);
+                FetchedOrchestration fired = t.get(GET).orElseThrow(() -> new AssertionError("never fetched"));
+                assertEquals(List.of(timer), fired.item().messages());
+                assertTrue(t.endMillis() >= fireAt, "returned " + (fireAt - t.endMillis()) + " ms before its fire time");
+                long lockedAt = lockedAt(h, instance);
+                if (lockedAt < fireAt) {
+                    claimedAhead++;
+                }
+                System.out.println("[lp] timer claimed " + (fireAt - lockedAt) + " ms ahead, returned "
+                        + (t.endMillis() - fireAt) + " ms after its fire time");
+                h.ackTurn(fired);
+            }
+            assertTrue(claimedAhead > 0, "no timer was claimed before its fire time");
+        }
+    }
+
+    @Test
+    void a_timer_claimed_ahead_never_takes_its_instance_before_the_instance_lease_ends() {
+        // The timer becomes visible while a crashed turn still holds its instance: the claim ahead, and the claim at
+        // the fire time after it, find the instance locked; the timer comes with the reclaim after the lease.
+        try (LongPollHarness h = open("lpaheadheld", b -> NO_FALLBACK.apply(b).timerLead(Duration.ofMillis(10)))) {
+            PostgresProvider p = h.provider;
+            h.warmUp();
+            h.startInstance("held");
+            p.enqueueForOrchestrator(event("held", "e"), null);
+            long s = System.currentTimeMillis();
+            FetchedOrchestration crashed = p.fetchOrchestrationItem(Duration.ofMillis(400), Duration.ZERO, null)
+                    .orElseThrow();
+            assertEquals("held", crashed.item().instance());
+            BackgroundFetch<FetchedOrchestration> t = h.parkOrchestrator("behind-lease", POLL);
+            WorkItem.TimerFired timer = new WorkItem.TimerFired("held", 1, 8, s + 150);
+            p.enqueueForOrchestrator(timer, null);
+            FetchedOrchestration again = t.get(GET).orElseThrow(() -> new AssertionError("never reclaimed"));
+            assertTrue(again.item().messages().contains(timer), "the timer comes with the reclaim");
+            assertTrue(t.endMillis() >= s + 400, "instance taken " + (s + 400 - t.endMillis())
+                    + " ms before its lease ended");
+            h.ackTurn(again);
+        }
+    }
+
+    /** The claim time recorded by the instance lock the last claim of {@code instance} took. */
+    private static long lockedAt(LongPollHarness h, String instance) {
+        try (Connection c = TestDatabase.connect();
+             PreparedStatement ps = c.prepareStatement("SELECT locked_at_ms FROM "
+                     + io.pgdurable.postgres.Identifiers.quote(h.schema) + ".instance_locks WHERE instance_id = ?")) {
+            ps.setString(1, instance);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next(), "no lock held on " + instance);
+                return rs.getLong(1);
+            }
+        } catch (SQLException e) {
+            throw new AssertionError(e);
+        }
+    }
+
     // ------------------------------------------------------------------ 4. crashed lease holder
 
     @Test
