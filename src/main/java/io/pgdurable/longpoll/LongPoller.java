@@ -47,6 +47,11 @@ public final class LongPoller implements AutoCloseable {
     private static final long MAX_VISIBLE_WAIT_SLACK_NANOS = 2_000_000L;
     /** A fetch waiting out a timer's lead beyond the spin budget parks this long at a time. */
     private static final long PARK_STEP_NANOS = 100_000L;
+    /**
+     * Past the lead, how much longer a claim made ahead is held for its visibility time by the provider's clock: only
+     * a clock that stepped back by more than this returns it before that time by the clock.
+     */
+    private static final long MAX_HOLD_SLACK_NANOS = 1_000_000_000L;
 
     /** The tunables, validated by the provider's configuration. */
     public record Settings(Duration fallbackInterval, Duration wakeCoalescing, Duration recoveryScanInterval,
@@ -244,7 +249,11 @@ public final class LongPoller implements AutoCloseable {
                         holdUntil(visibleAt);
                     } else {
                         if (!awaitVisible(visibleAt, deadline)) {
-                            registry.wake(wokenBy, waiter, WakeSource.HANDOFF); // unused, as below
+                            // A claim was spent on this wake: passed on as after a useless claim, not as unused.
+                            if (wokenBy.hops() == 0) {
+                                registry.wake(wokenBy.passedOn(), waiter, WakeSource.HANDOFF);
+                            }
+                            signals.uselessWake(queue);
                             return Optional.empty();
                         }
                         continue; // the claim at that time, as without the lead
@@ -305,7 +314,9 @@ public final class LongPoller implements AutoCloseable {
                         return Optional.empty();
                     }
                 }
-                if (claimsAhead && aheadWake && hint.atMs() > clock.millis()) {
+                long untilVisible = hint.atMs() - clock.millis();
+                if (claimsAhead && aheadWake && untilVisible > 0
+                        && untilVisible <= settings.timerLead().toMillis() + 1) {
                     ahead = hint.atMs();
                 } else if (!awaitVisible(hint.atMs(), deadline)) {
                     registry.wake(hint, waiter, WakeSource.HANDOFF); // unused, as above
@@ -388,25 +399,36 @@ public final class LongPoller implements AutoCloseable {
     }
 
     /**
-     * Holds a claim made ahead of {@code atMs} until that time by the provider's clock, so it is never returned
-     * early: like {@link #awaitVisible} but neither an interrupt, the fetch's own timeout nor closing cuts it short
-     * (the item is claimed already), bounded all the same by the lead and the clock's slack. An interrupt is kept.
+     * Holds a claim made ahead of {@code atMs} until that time by the provider's clock, so it is not returned early:
+     * like {@link #awaitVisible}, but neither an interrupt, the fetch's own timeout nor closing cuts it short (the
+     * item is claimed already). Spinning stops at the lead plus the clock's slack, parking goes on; a clock that
+     * stepped back by more than {@link #MAX_HOLD_SLACK_NANOS} ends the hold there. An interrupt is kept for the caller.
      */
     private void holdUntil(long atMs) {
         long start = System.nanoTime();
-        long limit = start + settings.timerLead().toNanos() + MAX_VISIBLE_WAIT_SLACK_NANOS;
+        long spinLimit = start + settings.timerLead().toNanos() + MAX_VISIBLE_WAIT_SLACK_NANOS;
+        long limit = spinLimit + MAX_HOLD_SLACK_NANOS;
         boolean spin = spinBudget.allows(start);
+        boolean interrupted = false;
         try {
-            while (clock.millis() < atMs && System.nanoTime() - limit < 0) {
-                if (spin) {
+            while (clock.millis() < atMs) {
+                long now = System.nanoTime();
+                if (now - limit >= 0) {
+                    break;
+                }
+                if (spin && now - spinLimit < 0) {
                     Thread.onSpinWait();
                 } else {
                     LockSupport.parkNanos(PARK_STEP_NANOS);
+                    interrupted |= Thread.interrupted(); // a pending interrupt would make every park return at once
                 }
             }
         } finally {
             if (spin) {
-                spinBudget.spent(System.nanoTime() - start);
+                spinBudget.spent(Math.min(System.nanoTime(), spinLimit) - start);
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
             }
         }
     }

@@ -77,8 +77,9 @@ final class Statements {
     final String ping = "SELECT 1";
     /**
      * Every payload of one announcement batch, in one short transaction (the channel is a value, not SQL) that commits
-     * without waiting for its WAL flush: notifications are not durable in any case, and the writes they announce
-     * committed (flushed) before they were announced. A NOTIFY gives its transaction an id, so a synchronous commit
+     * without waiting for its WAL flush: notifications are not durable in any case, the writes that record work were
+     * flushed before they were announced, and a claim's lease end is soft state a crash may lose anyway (claims commit
+     * asynchronously). A NOTIFY gives its transaction an id, so a synchronous commit
      * waited for a flush of its own before the listeners were signalled (docs/benchmarks.md, "Announcements commit
      * asynchronously").
      */
