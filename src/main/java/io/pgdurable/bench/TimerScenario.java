@@ -195,7 +195,8 @@ final class TimerScenario extends PairedScenario {
             Map<String, Object> row = new LinkedHashMap<>();
             row.put("sample", e.getKey());
             row.put("latenessMs", Num.round((returned - visible) / 1000.0));
-            int w = latestAtOrBefore(wakes, start);
+            int found = java.util.Arrays.binarySearch(wakes, start);
+            int w = found >= 0 ? found : -found - 2; // the latest wake at or before the claim's start, -1 when none
             if (w >= 0 && start - wakes[w] <= WAKE_MATCH_MICROS) {
                 long fire = wakes[w] - (visible - leadMicros);
                 deadlineFire.recordMicros(fire);
@@ -207,23 +208,6 @@ final class TimerScenario extends PairedScenario {
         }
         rows.sort((a, b) -> Long.compare(b.latenessMicros(), a.latenessMicros()));
         return rows.stream().limit(listed).map(Row::parts).toList();
-    }
-
-    /** The index of the last element of ascending {@code a} at or before {@code v}; -1 when none is. */
-    private static int latestAtOrBefore(long[] a, long v) {
-        int lo = 0;
-        int hi = a.length - 1;
-        int found = -1;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            if (a[mid] <= v) {
-                found = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        return found;
     }
 
     /** The visible-at of a sample; it is stored right after its enqueue returns, well before it can be fetched. */

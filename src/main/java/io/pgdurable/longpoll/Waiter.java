@@ -58,13 +58,9 @@ final class Waiter {
     /**
      * Takes the hint if this waiter can use it and holds no other wake (a reserved one keeps it aside). A taken hint
      * does not release the fetch yet: the registry records the wake first and then calls {@link #unpark}, so whoever
-     * observes the fetch return also observes what woke it.
+     * observes the fetch return also observes what woke it. {@code ahead}: the hint is a visibility time the fetch
+     * may claim ahead of (it is held as an {@link Ahead}).
      */
-    Offered offer(Hint hint) {
-        return offer(hint, false);
-    }
-
-    /** {@link #offer(Hint)}; {@code ahead}: the hint is a visibility time the fetch may claim ahead of. */
     Offered offer(Hint hint, boolean ahead) {
         if (closed || !route.accepts(hint)) {
             return Offered.REFUSED;
