@@ -17,6 +17,8 @@ final class CountingSignals implements LongPollSignals {
     private final AtomicLong reconnects = new AtomicLong();
     private final AtomicLong uselessWakes = new AtomicLong();
     private final Map<WakeSource, AtomicLong> wakesBySource = new java.util.EnumMap<>(WakeSource.class);
+    private final Map<QueueKind, AtomicLong> wakesByQueue = new java.util.EnumMap<>(QueueKind.class);
+    private final Map<QueueKind, AtomicLong> uselessByQueue = new java.util.EnumMap<>(QueueKind.class);
     private volatile boolean listening;
     /** When deadlines woke fetches, in microseconds since the epoch; null until {@link #traceDeadlineWakes()}. */
     private volatile ConcurrentLinkedQueue<Long> deadlineWakes;
@@ -24,6 +26,10 @@ final class CountingSignals implements LongPollSignals {
     CountingSignals() {
         for (WakeSource s : WakeSource.values()) {
             wakesBySource.put(s, new AtomicLong());
+        }
+        for (QueueKind q : QueueKind.values()) {
+            wakesByQueue.put(q, new AtomicLong());
+            uselessByQueue.put(q, new AtomicLong());
         }
     }
 
@@ -62,11 +68,13 @@ final class CountingSignals implements LongPollSignals {
             traced.add(RecordingClock.nowMicros());
         }
         wakesBySource.get(source).incrementAndGet();
+        wakesByQueue.get(queue).incrementAndGet();
         waiterWoken(queue.label());
     }
 
     @Override
     public void uselessWake(QueueKind queue) {
+        uselessByQueue.get(queue).incrementAndGet();
         uselessWakes.incrementAndGet();
     }
 
@@ -97,6 +105,8 @@ final class CountingSignals implements LongPollSignals {
         m.put("reconnects", reconnects.get());
         m.put("uselessWakes", uselessWakes.get());
         wakesBySource.forEach((k, v) -> m.put("wakes." + k.label(), v.get()));
+        wakesByQueue.forEach((k, v) -> m.put("wakes." + k.label(), v.get()));
+        uselessByQueue.forEach((k, v) -> m.put("uselessWakes." + k.label(), v.get()));
         return m;
     }
 

@@ -96,6 +96,7 @@ final class FanoutScenario extends PairedScenario {
         try (Hub hub = ctx.hub(name() + "_" + c.key(), mode, c.orchestrators() + c.workers() + 3);
              Workers.Stopping stopFirst = threads.stopFirst()) {
             OrchestrationProvider p = hub.provider();
+            Map<String, Long> signals0 = hub.signals().snapshot();
             threads.start("fo-orch", c.orchestrators(), i -> () -> {
                 Optional<FetchedOrchestration> f = mode.pollOrchestration(p, LOCK);
                 if (f.isPresent() && turn(p, f.get())) {
@@ -129,6 +130,9 @@ final class FanoutScenario extends PairedScenario {
             Window w = Window.measure(ctx, threads, completed, prof.fanoutWarmup(), prof.fanoutWindow(),
                     "fanout " + c.key() + " " + mode.key(), "orchestrations");
             threads.stop();
+            if (mode == Mode.LONG) {
+                r.detail(c.key() + ".longPollSignals", CountingSignals.delta(signals0, hub.signals().snapshot()));
+            }
             r.metric(c.key() + ".orchestrationsPerSecond", w.perSecond(), "orchestrations/s",
                     c.activityMillis() + " ms activities, " + c.orchestrators() + " + " + c.workers()
                             + " dispatchers");

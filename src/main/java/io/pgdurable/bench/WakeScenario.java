@@ -61,13 +61,25 @@ final class WakeScenario extends PairedScenario {
                 + "-Dpgdurable.bench.noHandOver=true measures the claim instead). Reference series idleClaim (no wake involved): once the dispatchers stopped, "
                 + "an item is enqueued through the second provider, 10-30 ms later the dispatchers' provider claims "
                 + "it with a fetch that does not wait; its latency is that claim's round trip, the last step of "
-                + "every wake, on connections idle for as long as a parked dispatcher's.";
+                + "every wake, on connections idle for as long as a parked dispatcher's. Each mode first runs 25 unrecorded "
+                + "rounds (one item of each series; details warmUpSamples summarise them): the first wakes of a mode "
+                + "were over-represented among the slowest.";
+    }
+
+    /**
+     * Unrecorded rounds (one item of each series) before the samples: the first wakes of a mode run on code the JIT
+     * has not compiled yet and on connections that have not prepared their statements, and they were over-represented
+     * among the slowest samples (docs/benchmarks.md, "The wake scenario's warm-up"). Their summary is reported apart.
+     */
+    static int warmUpRounds(Profile p) {
+        return p.quick() ? 2 : 25;
     }
 
     @Override
     Map<String, Object> settings(Profile p) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("samplesPerQueue", p.wakeSamples());
+        m.put("warmUpRounds", warmUpRounds(p));
         m.put("gapMillis", List.of(10, 30));
         return m;
     }
@@ -111,9 +123,14 @@ final class WakeScenario extends PairedScenario {
         LatencyRecorder remoteWorker = new LatencyRecorder();
         LatencyRecorder remoteClaiming = new LatencyRecorder();
         LatencyRecorder idleClaim = new LatencyRecorder();
+        LatencyRecorder warmUpSamples = new LatencyRecorder();
         BlockingQueue<Long> workerSeen = new ArrayBlockingQueue<>(4);
         BlockingQueue<Long> orchSeen = new ArrayBlockingQueue<>(4);
         AtomicLong negative = new AtomicLong();
+        long[] remoteInOrder = new long[samples];
+        int remoteCount = 0;
+        long phaseStart = System.nanoTime();
+        long[] remoteAt = new long[samples];
         Workers dispatchers = new Workers();
         Map<String, Long> signals0;
         Map<String, Long> signals;
@@ -129,8 +146,13 @@ final class WakeScenario extends PairedScenario {
             OrchestrationProvider p = hub.provider();
             startDispatchers(dispatchers, "wake", mode, p, LOCK, NAME, workerSeen, orchSeen);
             hub.awaitParked(2, 10_000);
-            signals0 = hub.signals().snapshot();
-            for (int i = 0; i < 4 * samples; i++) {
+            int warmUp = 4 * warmUpRounds(ctx.profile());
+            signals0 = null;
+            for (int i = 0; i < warmUp + 4 * samples; i++) {
+                if (i == warmUp) {
+                    signals0 = hub.signals().snapshot();
+                    phaseStart = System.nanoTime();
+                }
                 Pause.sleepRandom(10, 30);
                 dispatchers.check();
                 boolean toWorker = i % 4 != 1;
@@ -150,13 +172,21 @@ final class WakeScenario extends PairedScenario {
                     throw new IllegalStateException("wake: item " + i + " was not fetched within 40 s");
                 }
                 long latency = seen - sent;
+                if (i < warmUp) {
+                    warmUpSamples.recordNanos(latency);
+                    continue;
+                }
                 if (latency < 0) {
                     negative.incrementAndGet();
                 }
                 (fromOther ? remoteWorker : fromPlain ? remoteClaiming : toWorker ? worker : orchestrator)
                         .recordNanos(latency);
-                if ((i + 1) % 400 == 0) {
-                    ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1, 4 * samples);
+                if (fromOther && remoteCount < samples) {
+                    remoteAt[remoteCount] = sent - phaseStart;
+                    remoteInOrder[remoteCount++] = latency;
+                }
+                if ((i + 1 - warmUp) % 400 == 0) {
+                    ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1 - warmUp, 4 * samples);
                 }
             }
             signals = CountingSignals.delta(signals0, hub.signals().snapshot());
@@ -172,12 +202,37 @@ final class WakeScenario extends PairedScenario {
                 .latency("workerFromOtherProvider", remoteWorker)
                 .latency("workerFromOtherProviderClaiming", remoteClaiming)
                 .latency("idleClaim", idleClaim)
+                .detail("warmUpRounds", warmUpRounds(ctx.profile()))
+                .detail("warmUpSamples", warmUpSamples.summary().toJson())
                 .detail("negativeSamples", negative.get())
+                .detail("slowestFromOtherProvider", slowest(remoteInOrder, remoteAt, remoteCount, 8))
                 .detail("handOverAcrossProcesses", across);
         if (mode == Mode.LONG) {
             r.detail("longPollSignals", signals);
         }
         return r;
+    }
+
+    /**
+     * The {@code listed} slowest samples of a series, slowest first, each with its place in the series and when it
+     * was sent (seconds after the series began): tells a warm-up tail (early samples) from a scattered one.
+     */
+    static List<Map<String, Object>> slowest(long[] latencies, long[] sentAt, int count, int listed) {
+        Integer[] order = new Integer[count];
+        for (int i = 0; i < count; i++) {
+            order[i] = i;
+        }
+        java.util.Arrays.sort(order, (a, b) -> Long.compare(latencies[b], latencies[a]));
+        List<Map<String, Object>> out = new java.util.ArrayList<>();
+        for (int k = 0; k < Math.min(listed, count); k++) {
+            int i = order[k];
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("sample", i);
+            m.put("sentAtSeconds", Num.round(sentAt[i] / 1e9));
+            m.put("millis", Num.round(latencies[i] / 1e6));
+            out.add(m);
+        }
+        return out;
     }
 
     /**

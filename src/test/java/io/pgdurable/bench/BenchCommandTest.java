@@ -148,6 +148,54 @@ class BenchCommandTest {
 
     @Test
     @SuppressWarnings("unchecked")
+    void wake_keeps_its_warm_up_apart_and_lists_the_slowest_remote_samples_in_order() {
+        Map<String, Object> s = (Map<String, Object>) ((Map<String, Object>) doc.get("scenarios")).get("wake");
+        assertEquals(2, ((Number) ((Map<String, Object>) s.get("settings")).get("warmUpRounds")).intValue());
+        for (String mode : List.of("short", "long")) {
+            Map<String, Object> m = (Map<String, Object>) s.get(mode);
+            Map<String, Object> details = (Map<String, Object>) m.get("details");
+            Map<String, Object> warmUp = (Map<String, Object>) details.get("warmUpSamples");
+            assertEquals(8, ((Number) warmUp.get("count")).intValue(), mode + ": two rounds of four series");
+            Map<String, Object> remote = (Map<String, Object>) ((Map<String, Object>) m.get("latencies"))
+                    .get("workerFromOtherProvider");
+            assertEquals(20, ((Number) remote.get("count")).intValue(), mode + ": the warm-up is not recorded");
+            List<Object> slowest = (List<Object>) details.get("slowestFromOtherProvider");
+            assertEquals(8, slowest.size(), mode + ": " + slowest);
+            double previous = Double.MAX_VALUE;
+            for (Object o : slowest) {
+                Map<String, Object> sample = (Map<String, Object>) o;
+                double ms = ((Number) sample.get("millis")).doubleValue();
+                assertTrue(ms <= previous, mode + ": slowest first: " + slowest);
+                previous = ms;
+                int index = ((Number) sample.get("sample")).intValue();
+                assertTrue(index >= 0 && index < 20, mode + ": " + sample);
+            }
+            assertEquals(((Number) remote.get("max")).doubleValue(),
+                    ((Number) ((Map<String, Object>) slowest.get(0)).get("millis")).doubleValue(), 0.001,
+                    mode + ": the slowest listed is the series' max");
+        }
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void fanout_counts_the_long_poll_wakes_per_queue() {
+        Map<String, Object> s = (Map<String, Object>) ((Map<String, Object>) doc.get("scenarios")).get("fanout");
+        Map<String, Object> details = (Map<String, Object>) ((Map<String, Object>) s.get("long")).get("details");
+        for (String config : List.of("10ms", "0ms")) {
+            Map<String, Object> signals = (Map<String, Object>) details.get(config + ".longPollSignals");
+            assertNotNull(signals, config + ": " + details.keySet());
+            long perQueue = ((Number) signals.get("wakes.orchestrator")).longValue()
+                    + ((Number) signals.get("wakes.worker")).longValue();
+            assertEquals(((Number) signals.get("wakes")).longValue(), perQueue, config + ": " + signals);
+            assertTrue(((Number) signals.get("wakes.orchestrator")).longValue() > 0, config + ": " + signals);
+        }
+        Map<String, Object> shortDetails = (Map<String, Object>) ((Map<String, Object>) s.get("short"))
+                .get("details");
+        assertFalse(shortDetails.containsKey("0ms.longPollSignals"), "short polling has no long-poll signals");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
     void metrics_overhead_counts_both_arms_in_every_phase_and_alternates_their_schemas() {
         Map<String, Object> s = (Map<String, Object>) ((Map<String, Object>) doc.get("scenarios"))
                 .get("metrics-overhead");
