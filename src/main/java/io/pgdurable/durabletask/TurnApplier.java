@@ -41,6 +41,7 @@ import io.pgdurable.spi.ScheduledActivityIdentifier;
 import io.pgdurable.spi.WorkItem;
 import java.time.Clock;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -181,19 +182,32 @@ final class TurnApplier {
 
     /**
      * The worker takes the OrchestratorStarted time as "now" and re-arms a timer that has not strictly passed its
-     * due time, so the time is never at or before the due time of a timer fired in this batch.
+     * due time, so the time is never at or before the due time of a timer fired in this batch. The worker reads it
+     * to the millisecond (durabletask-java truncates), so "after" must hold at that resolution: since timers are
+     * claimed ahead, a turn often starts within the due time's own millisecond, and a time one microsecond after
+     * the due time read as the due time itself.
      */
+    static Instant turnTime(Instant now, Iterable<Instant> firedDue) {
+        Instant time = now;
+        for (Instant due : firedDue) {
+            if (!time.truncatedTo(ChronoUnit.MILLIS).isAfter(due)) {
+                time = due.truncatedTo(ChronoUnit.MILLIS).plusMillis(1);
+            }
+        }
+        return time;
+    }
+
     private Instant turnTime(Turn t) {
-        Instant now = clock.instant();
+        List<Instant> firedDue = new ArrayList<>();
         for (HistoryEvent e : t.fresh) {
             if (e.hasTimerFired()) {
                 Instant due = t.timerDue.get(e.getTimerFired().getTimerId());
-                if (due != null && !now.isAfter(due)) {
-                    now = due.plusNanos(1_000);
+                if (due != null) {
+                    firedDue.add(due);
                 }
             }
         }
-        return now;
+        return turnTime(clock.instant(), firedDue);
     }
 
     /** Folds one stored event into what the turn needs to know about the execution. */

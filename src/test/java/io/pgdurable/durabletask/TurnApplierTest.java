@@ -105,4 +105,25 @@ class TurnApplierTest {
         assertTrue(channel.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= 63);
         assertTrue(InstanceWatch.channelFor("hub").contains("."), "schema names have no dots");
     }
+
+    @Test
+    void a_turn_that_delivers_a_timer_starts_after_its_due_time_at_the_workers_millisecond_resolution() {
+        Instant due = Instant.parse("2026-12-06T20:23:07.420Z");
+        // Claimed ahead, the turn starts within the due time's millisecond: the worker, which truncates to the
+        // millisecond, would read it as the due time itself.
+        assertEquals(Instant.parse("2026-12-06T20:23:07.421Z"),
+                TurnApplier.turnTime(due.plusNanos(1_000), java.util.List.of(due)));
+        assertEquals(Instant.parse("2026-12-06T20:23:07.421Z"), TurnApplier.turnTime(due, java.util.List.of(due)));
+        // A due time inside a millisecond: the next whole millisecond is the first the worker sees as after it.
+        Instant midMillisecond = Instant.parse("2026-12-06T20:23:07.420500Z");
+        assertEquals(Instant.parse("2026-12-06T20:23:07.421Z"), TurnApplier.turnTime(
+                Instant.parse("2026-12-06T20:23:07.420700Z"), java.util.List.of(midMillisecond)));
+        // Later than that: the clock's own time, untouched; with no timer delivered, too.
+        Instant later = Instant.parse("2026-12-06T20:23:07.421300Z");
+        assertEquals(later, TurnApplier.turnTime(later, java.util.List.of(due)));
+        assertEquals(due, TurnApplier.turnTime(due, java.util.List.of()));
+        // Several timers: after the latest of them.
+        assertEquals(Instant.parse("2026-12-06T20:23:07.426Z"), TurnApplier.turnTime(due,
+                java.util.List.of(due, Instant.parse("2026-12-06T20:23:07.425Z"), due.minusMillis(3))));
+    }
 }
