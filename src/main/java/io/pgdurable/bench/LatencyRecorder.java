@@ -26,6 +26,11 @@ final class LatencyRecorder {
         return size;
     }
 
+    /** The samples in nanoseconds, in the order they were recorded. */
+    synchronized long[] nanosInOrder() {
+        return Arrays.copyOf(nanos, size);
+    }
+
     /** The samples in milliseconds, ascending. */
     synchronized double[] sortedMillis() {
         long[] copy = Arrays.copyOf(nanos, size);

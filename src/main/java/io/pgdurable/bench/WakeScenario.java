@@ -11,6 +11,8 @@ import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkItem;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -127,10 +129,10 @@ final class WakeScenario extends PairedScenario {
         BlockingQueue<Long> workerSeen = new ArrayBlockingQueue<>(4);
         BlockingQueue<Long> orchSeen = new ArrayBlockingQueue<>(4);
         AtomicLong negative = new AtomicLong();
-        long[] remoteInOrder = new long[samples];
-        int remoteCount = 0;
-        long phaseStart = System.nanoTime();
-        long[] remoteAt = new long[samples];
+        // When each cross-process sample was sent, in the order remoteWorker records them.
+        long[] remoteSentAt = new long[samples];
+        int remoteSent = 0;
+        long phaseStart = 0;
         Workers dispatchers = new Workers();
         Map<String, Long> signals0;
         Map<String, Long> signals;
@@ -181,9 +183,8 @@ final class WakeScenario extends PairedScenario {
                 }
                 (fromOther ? remoteWorker : fromPlain ? remoteClaiming : toWorker ? worker : orchestrator)
                         .recordNanos(latency);
-                if (fromOther && remoteCount < samples) {
-                    remoteAt[remoteCount] = sent - phaseStart;
-                    remoteInOrder[remoteCount++] = latency;
+                if (fromOther) {
+                    remoteSentAt[remoteSent++] = sent - phaseStart;
                 }
                 if ((i + 1 - warmUp) % 400 == 0) {
                     ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1 - warmUp, 4 * samples);
@@ -205,7 +206,7 @@ final class WakeScenario extends PairedScenario {
                 .detail("warmUpRounds", warmUpRounds(ctx.profile()))
                 .detail("warmUpSamples", warmUpSamples.summary().toJson())
                 .detail("negativeSamples", negative.get())
-                .detail("slowestFromOtherProvider", slowest(remoteInOrder, remoteAt, remoteCount, 8))
+                .detail("slowestFromOtherProvider", slowest(remoteWorker.nanosInOrder(), remoteSentAt, 8))
                 .detail("handOverAcrossProcesses", across);
         if (mode == Mode.LONG) {
             r.detail("longPollSignals", signals);
@@ -217,14 +218,14 @@ final class WakeScenario extends PairedScenario {
      * The {@code listed} slowest samples of a series, slowest first, each with its place in the series and when it
      * was sent (seconds after the series began): tells a warm-up tail (early samples) from a scattered one.
      */
-    static List<Map<String, Object>> slowest(long[] latencies, long[] sentAt, int count, int listed) {
-        Integer[] order = new Integer[count];
-        for (int i = 0; i < count; i++) {
+    static List<Map<String, Object>> slowest(long[] latencies, long[] sentAt, int listed) {
+        Integer[] order = new Integer[latencies.length];
+        for (int i = 0; i < order.length; i++) {
             order[i] = i;
         }
-        java.util.Arrays.sort(order, (a, b) -> Long.compare(latencies[b], latencies[a]));
-        List<Map<String, Object>> out = new java.util.ArrayList<>();
-        for (int k = 0; k < Math.min(listed, count); k++) {
+        Arrays.sort(order, (a, b) -> Long.compare(latencies[b], latencies[a]));
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (int k = 0; k < Math.min(listed, order.length); k++) {
             int i = order[k];
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("sample", i);
