@@ -60,7 +60,7 @@ final class DrainScenario extends PairedScenario {
                 + "SKIP LOCKED LIMIT 100) RETURNING payload"),
         BATCHED("batched", "fetchWorkItems (100) + ackWorkItems (the whole batch in one call)"),
         GROUPED("batchedGroupedAcks", "fetchWorkItems (100) + ackWorkItem per item on a thread of its own, grouped by "
-                + "ackBatchSize 100 (the issue's figure before ackWorkItems)");
+                + "ackBatchSize 100");
 
         final String key;
         final String description;

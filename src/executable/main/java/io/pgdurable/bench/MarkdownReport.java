@@ -45,7 +45,7 @@ final class MarkdownReport {
                 + "each on a schema of its own. **short** = ").append(Mode.SHORT.label()).append("; **long** = ")
                 .append(Mode.LONG.label()).append(". Ratios are long ÷ short.\n");
 
-        md.append("\n## Targets (issues 5, 11 and 12)\n\n");
+        md.append("\n## Targets\n\n");
         md.append(r.summary()).append(". Judged on the long-polling figure (for notify overhead: the ratio).\n\n");
         md.append("| status | target | measured (long) | short polling | limit | how far |\n");
         md.append("|---|---|---|---|---|---|\n");

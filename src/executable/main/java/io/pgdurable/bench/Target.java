@@ -1,11 +1,11 @@
 package io.pgdurable.bench;
 
 /**
- * One target of issue 5, item 2: a figure of one scenario compared with a limit.
+ * One performance target: a figure of one scenario compared with a limit.
  *
  * @param id        stable key in the JSON
  * @param scenario  the scenario that measures it
- * @param text      the target in the issue's words
+ * @param text      the target as the report states it
  * @param figure    the figure's name in the scenario's results ({@code statementsPerSecond}, {@code worker.p99})
  * @param ratio     true when the figure is the {@code long ÷ short} ratio rather than the long-mode value
  * @param atMost    true for "≤ limit", false for "≥ limit"

@@ -5,10 +5,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The targets of issue 5, item 2, as stated there (for the reference machine: 2 cores, local PostgreSQL 15). Each is
+ * The performance targets (for the reference machine: 2 cores, local PostgreSQL 15). Each is
  * judged on the long-polling figure (or the long ÷ short ratio); a missed one is reported as missed.
  *
- * <p>"Flat as waiters grow" has no number in the issue; it is judged as: going from the smallest to the largest
+ * <p>"Flat as waiters grow" has no number of its own; it is judged as: going from the smallest to the largest
  * waiter count, long-polling statements/s grow per added waiter by at most the one claim each parked fetch costs
  * when the runtime re-issues it after its 30 s poll timeout (1/30 statements/s per waiter), plus 25 % for noise.
  * Short polling grows by about 20 statements/s per waiter.
@@ -41,12 +41,12 @@ final class Targets {
         t.add(Target.atMost("wake-remote-p99", "wake",
                 "wake latency (worker queue, enqueued through another provider, handOverAcrossProcesses): p99 ≤ 5 ms",
                 "workerFromOtherProvider.p99", 5, "ms"));
-        t.add(Target.atMost("wake-worker-p50-tight", "wake", "wake latency (worker queue, same process): p50 ≤ 0.5 ms "
-                + "(issue 12)", "worker.p50", 0.5, "ms"));
+        t.add(Target.atMost("wake-worker-p50-tight", "wake", "wake latency (worker queue, same process): p50 ≤ 0.5 ms",
+                "worker.p50", 0.5, "ms"));
         t.add(Target.atMost("wake-remote-p50-tight", "wake", "wake latency (worker queue, enqueued in another "
-                + "process, handOverAcrossProcesses): p50 ≤ 0.6 ms (issue 12)", "workerFromOtherProvider.p50", 0.6, "ms"));
+                + "process, handOverAcrossProcesses): p50 ≤ 0.6 ms", "workerFromOtherProvider.p50", 0.6, "ms"));
         t.add(Target.atMost("wake-remote-p99-tight", "wake", "wake latency (worker queue, enqueued in another "
-                + "process, handOverAcrossProcesses): p99 ≤ 3 ms (issue 12)", "workerFromOtherProvider.p99", 3, "ms"));
+                + "process, handOverAcrossProcesses): p99 ≤ 3 ms", "workerFromOtherProvider.p99", 3, "ms"));
         t.add(Target.atMost("timer-p99", "timer", "delayed items: p99 ≤ 5 ms after visible-at",
                 "lateness.p99", 5, "ms"));
         t.add(Target.atMost("timer-never-early", "timer", "delayed items: never before visible-at",
@@ -66,10 +66,10 @@ final class Targets {
         t.add(Target.atLeast("throughput-batched", "throughput", "batched (100): ≥ 11,000 items/s",
                 "batched.itemsPerSecond", 11000, "items/s"));
         t.add(Target.atLeast("drain-single", "drain",
-                "drain, one item per fetch and ack: ≥ 0.42 × the single-row raw-SQL floor of the same run (issue 12)",
+                "drain, one item per fetch and ack: ≥ 0.42 × the single-row raw-SQL floor of the same run",
                 "single.ratioToFloor", 0.42, "× floor"));
         t.add(Target.atLeast("drain-batched", "drain",
-                "drain, batched (fetchWorkItems 100 + ackWorkItems): ≥ 0.25 × the 100-row raw-SQL floor (issue 12)",
+                "drain, batched (fetchWorkItems 100 + ackWorkItems): ≥ 0.25 × the 100-row raw-SQL floor",
                 "batched.ratioToFloor", 0.25, "× floor"));
         t.add(Target.atLeast("fanout-10ms", "fanout",
                 "fan-out of 5, 10 ms activities, 2 orchestrator + 2 worker dispatchers: ≥ 36 orchestrations/s",
@@ -79,7 +79,7 @@ final class Targets {
                 "0ms.orchestrationsPerSecond", 150, "orchestrations/s"));
         t.add(Target.atLeast("notify-overhead", "notify-overhead",
                 "notify overhead: enqueue throughput with announcements (triggers enabled, skipped) ≥ 0.95 × with no "
-                        + "notifications (issue 11; issue 5 asked 0.9)",
+                        + "notifications",
                 "enqueuesPerSecond", 0.95, "× (active ÷ disabled)").ofRatio());
         t.add(Target.atLeast("notify-overhead-skipped-triggers", "notify-overhead",
                 "notify overhead: installed-but-skipped triggers leave announcer throughput unchanged (≥ 0.95 × the "
@@ -92,7 +92,7 @@ final class Targets {
                 "plain-SQL writer (SQL API) wakes a parked worker fetch: p99 ≤ 5 ms after its commit",
                 "worker.p99", 5, "ms"));
         t.add(Target.atLeast("metrics-overhead", "metrics-overhead",
-                "metrics: single-item throughput with the metrics binder ≥ 0.98 × without it (cost ≤ 2 %, issue 13)",
+                "metrics: single-item throughput with the metrics binder ≥ 0.98 × without it (cost ≤ 2 %)",
                 "itemsPerSecond", 0.98, "× (with ÷ without)").ofRatio());
         return t;
     }

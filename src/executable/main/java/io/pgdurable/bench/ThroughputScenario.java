@@ -62,7 +62,7 @@ final class ThroughputScenario extends PairedScenario {
         notes.add("reference: a raw-SQL queue (insert, SKIP LOCKED claim, delete; " + CLIENTS + " clients, plain "
                 + "JDBC) on the same database in this run: " + Num.text(baseline.singlePerSecond())
                 + " items/s one at a time, " + Num.text(baseline.batchedPerSecond()) + " items/s in batches of "
-                + baseline.batch() + " (the issue's reference machine: 2.7k and 16.4k with pgbench).");
+                + baseline.batch() + ".");
         return super.run(ctx);
     }
 

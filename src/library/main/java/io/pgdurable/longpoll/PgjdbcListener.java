@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * ({@code getNotifications} holds the connection lock while it waits), so each session owns a dedicated daemon
  * thread that connects, LISTENs, and then loops on {@code getNotifications(heartbeat)}. When a wait ends in silence
  * the same thread runs {@code isValid(2)}; an exception or {@code false} reports the loss and ends the thread. A
- * delivery costs about 1.1 ms more than with pgjdbc-ng and batches under load (see {@code docs/DRIVERS.md}).
+ * delivery costs about 1.1 ms more than with pgjdbc-ng and batches under load (docs/decisions.md, "The JDBC drivers").
  *
  * <p>{@link Session#close()} aborts the connection from another thread ({@link Connection#abort}, which closes the
  * socket and so unblocks the waiting read), waits a bounded time for the thread to end, and otherwise abandons it.

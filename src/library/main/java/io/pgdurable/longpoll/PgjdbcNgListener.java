@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The default {@link NotificationListener}: a dedicated pgjdbc-ng connection whose asynchronous listener delivers a
- * NOTIFY in about 0.1 ms (see {@code docs/DRIVERS.md}).
+ * NOTIFY in about 0.1 ms (docs/decisions.md, "The JDBC drivers").
  *
  * <ul>
  *   <li>The constructor takes the provider's pgjdbc URL ({@code jdbc:postgresql://host:port/db?user=..&password=..})
