@@ -448,7 +448,7 @@ final class InstanceClient {
     }
 
     /**
-     * Asks the instance's worker to rewind its failed execution (see {@code TurnApplier.rewound}). Refused unless the
+     * Asks the instance's worker to rewind its failed execution (see {@link Rewind}). Refused unless the
      * instance exists and is FAILED; refused as well when a sub-orchestration's failure is part of it, since rewinding
      * means rewinding that child too and routing its new result to the parent's new execution, which this sidecar
      * does not do (restart such an instance instead).

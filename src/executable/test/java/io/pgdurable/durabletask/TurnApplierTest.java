@@ -54,7 +54,7 @@ class TurnApplierTest {
         HistoryEvent created = DtEvents.event(0, NOW).setTimerCreated(TimerCreatedEvent.newBuilder()
                 .setFireAt(DtEvents.timestamp(due))).build();
         WorkItem fired = new WorkItem.TimerFired("i", 1, 0, DtEvents.ceilMillis(DtEvents.timestamp(due)));
-        TurnApplier.Turn t = applier.prepare(fetched(1, List.of(started(), created), List.of(fired)));
+        Turn t = applier.prepare(fetched(1, List.of(started(), created), List.of(fired)));
         assertTrue(t.needsWorker());
         HistoryEvent orchestratorStarted = t.request.getNewEvents(0);
         assertTrue(orchestratorStarted.hasOrchestratorStarted());
@@ -73,10 +73,10 @@ class TurnApplierTest {
     void aResultForAnEarlierExecutionIsDropped() {
         HistoryEvent done = DtEvents.event(DtEvents.NO_ID, NOW).setTaskCompleted(TaskCompletedEvent.newBuilder()
                 .setTaskScheduledId(0)).build();
-        TurnApplier.Turn t = applier.prepare(fetched(2, List.of(started()),
+        Turn t = applier.prepare(fetched(2, List.of(started()),
                 List.of(DtMessages.toInstance("i", 1, done))));
         assertFalse(t.needsWorker(), "nothing left for the worker");
-        assertTrue(applier.consumeOnly(t).historyDelta().isEmpty());
+        assertTrue(TurnApplier.consumeOnly(t).historyDelta().isEmpty());
     }
 
     @Test
@@ -86,7 +86,7 @@ class TurnApplierTest {
         HistoryEvent raised = DtEvents.event(DtEvents.NO_ID, NOW).setEventRaised(
                 io.pgdurable.durabletask.protocol.OrchestratorService.EventRaisedEvent.newBuilder()
                         .setName("x")).build();
-        TurnApplier.Turn t = applier.prepare(fetched(1, List.of(started(), sent),
+        Turn t = applier.prepare(fetched(1, List.of(started(), sent),
                 List.of(DtMessages.toInstance("i", 0, raised))));
         assertTrue(t.request.getPastEventsList().stream().noneMatch(HistoryEvent::hasEventSent),
                 "the 1.5.0 worker cannot replay EventSent");
@@ -112,18 +112,18 @@ class TurnApplierTest {
         // Claimed ahead, the turn starts within the due time's millisecond: the worker, which truncates to the
         // millisecond, would read it as the due time itself.
         assertEquals(Instant.parse("2026-12-06T20:23:07.421Z"),
-                TurnApplier.turnTime(due.plusNanos(1_000), java.util.List.of(due)));
-        assertEquals(Instant.parse("2026-12-06T20:23:07.421Z"), TurnApplier.turnTime(due, java.util.List.of(due)));
+                TurnTime.after(due.plusNanos(1_000), java.util.List.of(due)));
+        assertEquals(Instant.parse("2026-12-06T20:23:07.421Z"), TurnTime.after(due, java.util.List.of(due)));
         // A due time inside a millisecond: the next whole millisecond is the first the worker sees as after it.
         Instant midMillisecond = Instant.parse("2026-12-06T20:23:07.420500Z");
-        assertEquals(Instant.parse("2026-12-06T20:23:07.421Z"), TurnApplier.turnTime(
+        assertEquals(Instant.parse("2026-12-06T20:23:07.421Z"), TurnTime.after(
                 Instant.parse("2026-12-06T20:23:07.420700Z"), java.util.List.of(midMillisecond)));
         // Later than that: the clock's own time, untouched; with no timer delivered, too.
         Instant later = Instant.parse("2026-12-06T20:23:07.421300Z");
-        assertEquals(later, TurnApplier.turnTime(later, java.util.List.of(due)));
-        assertEquals(due, TurnApplier.turnTime(due, java.util.List.of()));
+        assertEquals(later, TurnTime.after(later, java.util.List.of(due)));
+        assertEquals(due, TurnTime.after(due, java.util.List.of()));
         // Several timers: after the latest of them.
-        assertEquals(Instant.parse("2026-12-06T20:23:07.426Z"), TurnApplier.turnTime(due,
+        assertEquals(Instant.parse("2026-12-06T20:23:07.426Z"), TurnTime.after(due,
                 java.util.List.of(due, Instant.parse("2026-12-06T20:23:07.425Z"), due.minusMillis(3))));
     }
 }
