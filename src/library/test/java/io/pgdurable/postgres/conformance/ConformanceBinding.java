@@ -24,10 +24,10 @@ import org.junit.jupiter.params.support.ParameterDeclarations;
  * {@code mode.newFactory()} from {@code newFactory()}. JUnit runs the class once in every mode that lists the module,
  * narrowed to the modes {@link ConformanceMode#SELECTION} names when it is set.
  *
- * <p>The runs of one binding go side by side ({@code CONCURRENT}): a parameterised class otherwise takes the
- * suite's default mode for methods, {@code same_thread}, and all its modes would queue behind one another. Its tests
- * may then run side by side too, which the kit allows: every test gets storage of its own. The suite's parallelism
- * still bounds how many tests run at once.
+ * <p>The modes of one binding run side by side ({@code CONCURRENT}): JUnit gives a parameterised class the suite's
+ * default execution mode ({@code same_thread}), not the one for classes, and the modes would queue behind one
+ * another. A mode's tests then run side by side as well, which the kit allows: every test gets storage of its own.
+ * The suite's parallelism still bounds how many tests run at once (docs/testing.md).
  */
 @Target(ElementType.TYPE)
 @Retention(RetentionPolicy.RUNTIME)
