@@ -2,12 +2,16 @@ package io.pgdurable.postgres.conformance;
 
 import io.pgdurable.conformance.CapabilityFilteringTests;
 import io.pgdurable.conformance.ProviderFactory;
-import io.pgdurable.postgres.PostgresTestFactory;
+import org.junit.jupiter.params.Parameter;
 
-/** Runs the conformance module {@link CapabilityFilteringTests} against the PostgreSQL provider. */
+/** Runs the conformance module {@link CapabilityFilteringTests} in every {@link ConformanceMode} that lists it. */
+@ConformanceBinding
 class PgCapabilityFilteringTest extends CapabilityFilteringTests {
+    @Parameter
+    ConformanceMode mode;
+
     @Override
     protected ProviderFactory newFactory() {
-        return new PostgresTestFactory();
+        return mode.newFactory();
     }
 }

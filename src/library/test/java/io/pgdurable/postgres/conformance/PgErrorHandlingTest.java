@@ -2,12 +2,16 @@ package io.pgdurable.postgres.conformance;
 
 import io.pgdurable.conformance.ErrorHandlingTests;
 import io.pgdurable.conformance.ProviderFactory;
-import io.pgdurable.postgres.PostgresTestFactory;
+import org.junit.jupiter.params.Parameter;
 
-/** Runs the conformance module {@link ErrorHandlingTests} against the PostgreSQL provider. */
+/** Runs the conformance module {@link ErrorHandlingTests} in every {@link ConformanceMode} that lists it. */
+@ConformanceBinding
 class PgErrorHandlingTest extends ErrorHandlingTests {
+    @Parameter
+    ConformanceMode mode;
+
     @Override
     protected ProviderFactory newFactory() {
-        return new PostgresTestFactory();
+        return mode.newFactory();
     }
 }

@@ -1,13 +1,17 @@
 package io.pgdurable.postgres.conformance;
 
-import io.pgdurable.conformance.ProviderFactory;
 import io.pgdurable.conformance.PruneTests;
-import io.pgdurable.postgres.PostgresTestFactory;
+import io.pgdurable.conformance.ProviderFactory;
+import org.junit.jupiter.params.Parameter;
 
-/** Runs the conformance module {@link PruneTests} against the PostgreSQL provider. */
+/** Runs the conformance module {@link PruneTests} in every {@link ConformanceMode} that lists it. */
+@ConformanceBinding
 class PgPruneTest extends PruneTests {
+    @Parameter
+    ConformanceMode mode;
+
     @Override
     protected ProviderFactory newFactory() {
-        return new PostgresTestFactory();
+        return mode.newFactory();
     }
 }

@@ -2,12 +2,16 @@ package io.pgdurable.postgres.conformance;
 
 import io.pgdurable.conformance.QueueSemanticsTests;
 import io.pgdurable.conformance.ProviderFactory;
-import io.pgdurable.postgres.PostgresTestFactory;
+import org.junit.jupiter.params.Parameter;
 
-/** Runs the conformance module {@link QueueSemanticsTests} against the PostgreSQL provider. */
+/** Runs the conformance module {@link QueueSemanticsTests} in every {@link ConformanceMode} that lists it. */
+@ConformanceBinding
 class PgQueueSemanticsTest extends QueueSemanticsTests {
+    @Parameter
+    ConformanceMode mode;
+
     @Override
     protected ProviderFactory newFactory() {
-        return new PostgresTestFactory();
+        return mode.newFactory();
     }
 }

@@ -2,12 +2,16 @@ package io.pgdurable.postgres.conformance;
 
 import io.pgdurable.conformance.SessionsTests;
 import io.pgdurable.conformance.ProviderFactory;
-import io.pgdurable.postgres.PostgresTestFactory;
+import org.junit.jupiter.params.Parameter;
 
-/** Runs the conformance module {@link SessionsTests} against the PostgreSQL provider. */
+/** Runs the conformance module {@link SessionsTests} in every {@link ConformanceMode} that lists it. */
+@ConformanceBinding
 class PgSessionsTest extends SessionsTests {
+    @Parameter
+    ConformanceMode mode;
+
     @Override
     protected ProviderFactory newFactory() {
-        return new PostgresTestFactory();
+        return mode.newFactory();
     }
 }

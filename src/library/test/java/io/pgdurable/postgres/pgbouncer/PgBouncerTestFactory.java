@@ -7,10 +7,10 @@ import io.pgdurable.postgres.PostgresTestFactory;
  * The conformance kit's factory with every provider's pool going through {@link PgBouncer} in transaction mode
  * ({@code transactionPooler}), migrations and the long-poll listener direct ({@code directUrl}).
  */
-final class PgBouncerTestFactory extends PostgresTestFactory {
+public final class PgBouncerTestFactory extends PostgresTestFactory {
     private final boolean longPolling;
 
-    PgBouncerTestFactory(boolean longPolling) {
+    public PgBouncerTestFactory(boolean longPolling) {
         this.longPolling = longPolling;
     }
 
