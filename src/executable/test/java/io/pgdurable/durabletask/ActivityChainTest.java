@@ -37,7 +37,7 @@ class ActivityChainTest {
     }
 
     @Test
-    void activityChainCompletesWithTheExpectedOutput() throws Exception {
+    void activity_chain_completes_with_the_expected_output() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("Greetings");
         OrchestrationMetadata done = hub.client.waitForInstanceCompletion(id, Duration.ofSeconds(30), true);
 
@@ -54,7 +54,7 @@ class ActivityChainTest {
     }
 
     @Test
-    void getInstanceReportsInputAndOutput() throws Exception {
+    void get_instance_reports_input_and_output() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("Greetings", "ignored-input");
         hub.client.waitForInstanceCompletion(id, Duration.ofSeconds(30), false);
         OrchestrationMetadata m = hub.client.getInstanceMetadata(id, true);

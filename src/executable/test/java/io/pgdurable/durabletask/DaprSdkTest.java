@@ -157,7 +157,7 @@ class DaprSdkTest {
      * fastest of three runs is the one held to the bound. Every run must show the five activities running at once.
      */
     @Test
-    void aWorkerDeclaringConcurrencyFiveRunsAFanOutOfFiveAtOnce() throws Exception {
+    void a_worker_declaring_concurrency_five_runs_a_fan_out_of_five_at_once() throws Exception {
         // A first run warms the connections and the JIT, so the measured ones time the dispatch alone.
         String warm = client.scheduleNewOrchestrationInstance("FanOut", FAN_OUT);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED,
@@ -194,7 +194,7 @@ class DaprSdkTest {
     }
 
     @Test
-    void restartAndPurgeThroughDaprsClient() throws Exception {
+    void restart_and_purge_through_daprs_client() throws Exception {
         String id = client.scheduleNewOrchestrationInstance("FanOut", 1);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED,
                 client.waitForInstanceCompletion(id, WAIT, true).getRuntimeStatus());
@@ -215,7 +215,7 @@ class DaprSdkTest {
      * shows the finished one, so the restart is recognised by the history's execution id changing.
      */
     @Test
-    void restartUnderItsOwnIdThroughDaprsClientRunsANewExecution() throws Exception {
+    void restart_under_its_own_id_through_daprs_client_runs_a_new_execution() throws Exception {
         String id = client.scheduleNewOrchestrationInstance("Steps", 5, "dapr-restart-own-id");
         assertEquals(7, client.waitForInstanceCompletion(id, WAIT, true).readOutputAs(Integer.class));
         String firstExecution = executionId(history(id));
@@ -233,7 +233,7 @@ class DaprSdkTest {
 
     /** The fork's messages as compiled into Dapr's jar and as served here: same field numbers, types and presence. */
     @Test
-    void theForkAliasesAreTheDaprClientsMessagesOnTheWire() {
+    void the_fork_aliases_are_the_dapr_clients_messages_on_the_wire() {
         assertSameWireFields(io.dapr.durabletask.implementation.protobuf.OrchestratorService.ListInstanceIDsRequest
                 .getDescriptor(), DaprForkAliases.ListInstanceIDsRequest.getDescriptor());
         assertSameWireFields(ListInstanceIDsResponse.getDescriptor(),
@@ -263,7 +263,7 @@ class DaprSdkTest {
      * a finished orchestration in the order they happened, each result naming its activity.
      */
     @Test
-    void historyThroughDaprsGetInstanceHistoryAndStreamInstanceHistory() throws Exception {
+    void history_through_daprs_get_instance_history_and_stream_instance_history() throws Exception {
         String id = client.scheduleNewOrchestrationInstance("Steps", 1);
         OrchestrationMetadata done = client.waitForInstanceCompletion(id, WAIT, true);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
@@ -310,7 +310,7 @@ class DaprSdkTest {
      * exactly that size continued by the token, the last page without a token, together the same ids in id order.
      */
     @Test
-    void listInstanceIdsThroughDaprsListInstanceIDsPagesThroughTheHub() throws Exception {
+    void list_instance_ids_through_daprs_list_instance_i_ds_pages_through_the_hub() throws Exception {
         List<String> mine = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
             mine.add(client.scheduleNewOrchestrationInstance("Steps", i, "dapr-list-" + i));

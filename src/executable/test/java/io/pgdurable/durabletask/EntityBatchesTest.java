@@ -59,7 +59,7 @@ class EntityBatchesTest {
     }
 
     @Test
-    void entityIdsAreTheAtNameAtKeyForm() {
+    void entity_ids_are_the_at_name_at_key_form() {
         assertTrue(EntityBatches.isEntityId("@counter@k"));
         assertTrue(EntityBatches.isEntityId("@counter@"), "an empty key is a key");
         assertTrue(!EntityBatches.isEntityId("counter@k") && !EntityBatches.isEntityId("@@k")
@@ -71,7 +71,7 @@ class EntityBatchesTest {
     }
 
     @Test
-    void entityIdsOfUpToOneHundredCharactersAreAccepted() {
+    void entity_ids_of_up_to_one_hundred_characters_are_accepted() {
         String hundred = "@counter@" + "k".repeat(91);
         assertEquals(100, hundred.length());
         assertNull(EntityBatches.tooLong(hundred));
@@ -80,7 +80,7 @@ class EntityBatchesTest {
     }
 
     @Test
-    void whileLockedOnlyTheHolderRunsAndTheRestWaitsInOrderForTheUnlock() {
+    void while_locked_only_the_holder_runs_and_the_rest_waits_in_order_for_the_unlock() {
         // Lock taken by orchestration "o" (last entity of its set: the grant goes to "o"), then a signal and a call
         // from another orchestration wait, while o's own call runs.
         EntityBatches.Batch b = EntityBatches.prepare(fetched(List.of(lock("o", "cs", E), signal("1"),
@@ -109,7 +109,7 @@ class EntityBatchesTest {
     }
 
     @Test
-    void aLockRequestIsPassedToTheNextEntityOfTheSet() {
+    void a_lock_request_is_passed_to_the_next_entity_of_the_set() {
         EntityBatches.Batch b = EntityBatches.prepare(fetched(List.of(lock("o", "cs", E, "@counter@z"))), true,
                 null, NOW);
         assertNull(b.request, "no operation for the worker");
@@ -124,7 +124,7 @@ class EntityBatchesTest {
     }
 
     @Test
-    void operationsWithoutAResultAreSentAgainAndAnEntityWithoutStateIsFinished() {
+    void operations_without_a_result_are_sent_again_and_an_entity_without_state_is_finished() {
         EntityBatches.Batch b = EntityBatches.prepare(fetched(List.of(signal("1"), signal("2"))), false, null, NOW);
         EntityBatches.Ack ack = EntityBatches.complete(b, EntityBatchResult.newBuilder()
                 .addResults(OperationResult.newBuilder().setSuccess(OperationResultSuccess.getDefaultInstance()))

@@ -24,7 +24,7 @@ class ForkToleranceTest {
     }
 
     @Test
-    void aForkFieldThatIsNotTheDeclaredMessageIsDroppedAndTheRestKept() throws Exception {
+    void a_fork_field_that_is_not_the_declared_message_is_dropped_and_the_rest_kept() throws Exception {
         // '3' starts a group on the wire: as upstream's TraceContext (field 5) this can never parse.
         byte[] bytes = daprResponse("3f2a9c1e-0000-4000-8000-000000000000");
         assertThrows(InvalidProtocolBufferException.class,
@@ -42,7 +42,7 @@ class ForkToleranceTest {
     }
 
     @Test
-    void aRequestThatParsesComesOutByteForByte() throws Exception {
+    void a_request_that_parses_comes_out_byte_for_byte() throws Exception {
         byte[] upstream = io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse.newBuilder()
                 .setInstanceId("i2").setCompletionToken("t").build().toByteArray();
         assertArrayEquals(upstream, ForkTolerance.repair(upstream,

@@ -69,7 +69,7 @@ class GracefulStopTest {
     }
 
     @Test
-    void anActivityMidRunWhenTheStopBeginsIsCommittedInTheGracePeriodAndDoesNotRunAgain() throws Exception {
+    void an_activity_mid_run_when_the_stop_begins_is_committed_in_the_grace_period_and_does_not_run_again() throws Exception {
         String schema = TestDatabase.newSchemaName("dt_stop");
         SidecarConfig[] used = new SidecarConfig[1];
         try (SidecarHarness hub = new SidecarHarness("dt_stop", schema, c -> {
@@ -131,7 +131,7 @@ class GracefulStopTest {
     }
 
     @Test
-    void anActivityStillRunningWhenTheGracePeriodEndsIsAbandonedAndRunsAgainAfterTheRestart() throws Exception {
+    void an_activity_still_running_when_the_grace_period_ends_is_abandoned_and_runs_again_after_the_restart() throws Exception {
         String schema = TestDatabase.newSchemaName("dt_stop_late");
         SidecarConfig[] used = new SidecarConfig[1];
         try (SidecarHarness hub = new SidecarHarness("dt_stop_late", schema, c -> {

@@ -62,7 +62,7 @@ class InstanceManagementTest {
     }
 
     @Test
-    void terminateEndsARunningInstanceWithTheGivenOutput() throws Exception {
+    void terminate_ends_a_running_instance_with_the_given_output() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
         hub.client.waitForInstanceStart(id, WAIT, false);
         hub.client.terminate(id, "stopped by test");
@@ -72,7 +72,7 @@ class InstanceManagementTest {
     }
 
     @Test
-    void terminateIsNotRecursiveUnlessAsked() throws Exception {
+    void terminate_is_not_recursive_unless_asked() throws Exception {
         String parent = unique("p");
         hub.client.scheduleNewOrchestrationInstance("ParentOfWaiter",
                 new NewOrchestrationInstanceOptions().setInstanceId(parent));
@@ -107,7 +107,7 @@ class InstanceManagementTest {
     }
 
     @Test
-    void aSuspendedInstanceKeepsItsEventsUntilResumed() throws Exception {
+    void a_suspended_instance_keeps_its_events_until_resumed() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
         hub.client.waitForInstanceStart(id, WAIT, false);
         hub.client.suspendInstance(id, "maintenance");
@@ -124,7 +124,7 @@ class InstanceManagementTest {
     }
 
     @Test
-    void aWaitIsWokenByTheTurnThatCompletesTheInstance() throws Exception {
+    void a_wait_is_woken_by_the_turn_that_completes_the_instance() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
         hub.client.waitForInstanceStart(id, WAIT, false);
         CompletableFuture<OrchestrationMetadata> waiting = CompletableFuture.supplyAsync(() -> {
@@ -143,7 +143,7 @@ class InstanceManagementTest {
     }
 
     @Test
-    void aWaitEndsAtTheClientDeadline() {
+    void a_wait_ends_at_the_client_deadline() {
         String id = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
         assertThrows(java.util.concurrent.TimeoutException.class,
                 () -> hub.client.waitForInstanceCompletion(id, Duration.ofMillis(500), false));
@@ -151,7 +151,7 @@ class InstanceManagementTest {
     }
 
     @Test
-    void queryPagesWithAContinuationTokenAndFilters() throws Exception {
+    void query_pages_with_a_continuation_token_and_filters() throws Exception {
         String prefix = unique("q") + "-";
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
@@ -194,7 +194,7 @@ class InstanceManagementTest {
     }
 
     @Test
-    void deleteTaskHubRemovesEveryInstanceAndTheHubKeepsWorking() throws Exception {
+    void delete_task_hub_removes_every_instance_and_the_hub_keeps_working() throws Exception {
         String finished = hub.client.scheduleNewOrchestrationInstance("Echo", "a");
         String running = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
         hub.client.waitForInstanceCompletion(finished, WAIT, false);
@@ -208,7 +208,7 @@ class InstanceManagementTest {
     }
 
     @Test
-    void purgeByIdAndByFilterDeletesOnlyFinishedInstances() throws Exception {
+    void purge_by_id_and_by_filter_deletes_only_finished_instances() throws Exception {
         Instant before = Instant.now().minusSeconds(1);
         String prefix = unique("purge") + "-";
         List<String> ids = new ArrayList<>();
@@ -246,7 +246,7 @@ class InstanceManagementTest {
      * scenarios.js "purge").
      */
     @Test
-    void aJavaClientsPurgeTakesTheSubOrchestrationsWithTheParent() throws Exception {
+    void a_java_clients_purge_takes_the_sub_orchestrations_with_the_parent() throws Exception {
         String parent = hub.client.scheduleNewOrchestrationInstance("ParentOfWaiter",
                 new NewOrchestrationInstanceOptions().setInstanceId(unique("purge-family")));
         String child = parent + "-child";

@@ -36,7 +36,7 @@ class JsSdkEntitiesTest {
     }
 
     @Test
-    void theJavaScriptSdkUsesDurableEntitiesOnServe() throws Exception {
+    void the_java_script_sdk_uses_durable_entities_on_serve() throws Exception {
         try (SidecarHarness hub = new SidecarHarness("dt_js_ent")) {
             Path logs = Path.of(System.getProperty("user.dir"), "target", "js-e2e");
             Files.createDirectories(logs);

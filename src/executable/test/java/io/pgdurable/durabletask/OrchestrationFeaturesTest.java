@@ -189,7 +189,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void aTimerNeverFiresBeforeItsDueTime() throws Exception {
+    void a_timer_never_fires_before_its_due_time() throws Exception {
         long started = System.nanoTime();
         OrchestrationMetadata done = run("Timer", 600L);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
@@ -201,7 +201,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void aTimestampTimerFiresAtItsInstant() throws Exception {
+    void a_timestamp_timer_fires_at_its_instant() throws Exception {
         OrchestrationMetadata done = run("TimestampTimer", null);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
         assertFiredAfterDue(done);
@@ -209,7 +209,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void aLongTimerIsSplitAndNoSubTimerFiresEarly() throws Exception {
+    void a_long_timer_is_split_and_no_sub_timer_fires_early() throws Exception {
         OrchestrationMetadata done = run("LongTimer", 2_300L);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
         assertFiredAfterDue(done);
@@ -218,7 +218,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void fanOutFanIn() throws Exception {
+    void fan_out_fan_in() throws Exception {
         OrchestrationMetadata done = run("FanOut", 10);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
         assertEquals(385, done.readOutputAs(Integer.class));
@@ -226,7 +226,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void anEventRaisedAfterTheOrchestrationWaitsWakesIt() throws Exception {
+    void an_event_raised_after_the_orchestration_waits_wakes_it() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
         hub.client.waitForInstanceStart(id, WAIT, false);
         assertTrue(eventually(WAIT, () -> "waiting".equals(
@@ -238,7 +238,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void anEventRaisedBeforeTheOrchestrationWaitsIsKept() throws Exception {
+    void an_event_raised_before_the_orchestration_waits_is_kept() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("GateThenEvent");
         hub.client.waitForInstanceStart(id, WAIT, false);
         hub.client.raiseEvent(id, "go", "early");
@@ -252,7 +252,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void subOrchestrationsReportSuccessAndFailureToTheirParent() throws Exception {
+    void sub_orchestrations_report_success_and_failure_to_their_parent() throws Exception {
         OrchestrationMetadata done = run("Parent", null);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
         String[] parts = done.readOutputAs(String.class).split(";", 2);
@@ -269,7 +269,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void continueAsNewStartsFreshExecutions() throws Exception {
+    void continue_as_new_starts_fresh_executions() throws Exception {
         OrchestrationMetadata done = run("Counter", 0);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
         assertEquals(3, done.readOutputAs(Integer.class));
@@ -281,7 +281,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void continueAsNewCarriesOverUnprocessedEvents() throws Exception {
+    void continue_as_new_carries_over_unprocessed_events() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("CarryOver", 0);
         hub.client.waitForInstanceStart(id, WAIT, false);
         hub.client.raiseEvent(id, "second", "kept");
@@ -293,7 +293,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void anOrchestrationSendsAnEventToAnotherExactlyOnce() throws Exception {
+    void an_orchestration_sends_an_event_to_another_exactly_once() throws Exception {
         String target = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
         hub.client.waitForInstanceStart(target, WAIT, false);
         OrchestrationMetadata sender = run("Sender", target);
@@ -305,7 +305,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void aFailedActivityFailsTheOrchestrationWithDetails() throws Exception {
+    void a_failed_activity_fails_the_orchestration_with_details() throws Exception {
         OrchestrationMetadata done = run("ActivityFails", null);
         assertEquals(OrchestrationRuntimeStatus.FAILED, done.getRuntimeStatus());
         assertNotNull(done.getFailureDetails());
@@ -316,14 +316,14 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void anActivityFailureReachesTheOrchestrationWithItsType() throws Exception {
+    void an_activity_failure_reaches_the_orchestration_with_its_type() throws Exception {
         OrchestrationMetadata done = run("CatchActivityFailure", null);
         assertEquals(OrchestrationRuntimeStatus.COMPLETED, done.getRuntimeStatus());
         assertEquals("java.lang.IllegalStateException: boom", done.readOutputAs(String.class));
     }
 
     @Test
-    void aScheduledStartWaitsForItsTime() throws Exception {
+    void a_scheduled_start_waits_for_its_time() throws Exception {
         Instant at = Instant.now().plusMillis(800);
         String id = hub.client.scheduleNewOrchestrationInstance("Echo",
                 new NewOrchestrationInstanceOptions().setInput("later").setStartTime(at));
@@ -334,7 +334,7 @@ class OrchestrationFeaturesTest {
     }
 
     @Test
-    void startingARunningInstanceAgainIsRefused() throws Exception {
+    void starting_a_running_instance_again_is_refused() throws Exception {
         String id = hub.client.scheduleNewOrchestrationInstance("WaitEvent");
         hub.client.waitForInstanceStart(id, WAIT, false);
         io.grpc.StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(

@@ -94,7 +94,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void tagsAreStoredWithTheInstanceAndReturnedByGetAndQuery() {
+    void tags_are_stored_with_the_instance_and_returned_by_get_and_query() {
         Map<String, String> tags = Map.of("team", "payments", "tier", "gold");
         String id = start("Echo", "tags-1", "abc", tags);
         OrchestrationState done = awaitDone(id);
@@ -110,7 +110,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void listInstanceIdsPagesThroughEveryInstanceInIdOrder() {
+    void list_instance_ids_pages_through_every_instance_in_id_order() {
         List<String> mine = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
             mine.add(start("Echo", "list-" + i, "x" + i, Map.of()));
@@ -141,7 +141,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void streamInstanceHistoryReturnsTheExecutionsEvents() {
+    void stream_instance_history_returns_the_executions_events() {
         String id = start("Echo", "history-1", "h", Map.of());
         awaitDone(id);
         List<HistoryEvent> events = new ArrayList<>();
@@ -160,7 +160,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void restartRunsTheInstanceAgainUnderItsIdOrANewOne() {
+    void restart_runs_the_instance_again_under_its_id_or_a_new_one() {
         Map<String, String> tags = Map.of("k", "v");
         String id = start("Echo", "restart-1", "again", tags);
         assertEquals("\"AGAIN\"", awaitDone(id).getOutput().getValue());
@@ -187,7 +187,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void restartingARunningInstanceUnderItsOwnIdIsRefused() {
+    void restarting_a_running_instance_under_its_own_id_is_refused() {
         String id = start("WaitForGo", "restart-running", "r", Map.of());
         timed().waitForInstanceStart(GetInstanceRequest.newBuilder().setInstanceId(id).build());
         StatusRuntimeException running = assertThrows(StatusRuntimeException.class, () -> timed()
@@ -198,7 +198,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void purgingARunningInstanceAnswersZeroAndKeepsIt() {
+    void purging_a_running_instance_answers_zero_and_keeps_it() {
         String id = start("WaitForGo", "purge-running", "p", Map.of());
         timed().waitForInstanceStart(GetInstanceRequest.newBuilder().setInstanceId(id).build());
         assertEquals(0, timed().purgeInstances(PurgeInstancesRequest.newBuilder().setInstanceId(id)
@@ -213,7 +213,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void entityIdsAreCheckedAndRewindingAnUnknownInstanceIsNotFound() {
+    void entity_ids_are_checked_and_rewinding_an_unknown_instance_is_not_found() {
         StatusRuntimeException signal = assertThrows(StatusRuntimeException.class, () -> timed()
                 .signalEntity(SignalEntityRequest.newBuilder().setInstanceId("counter-a").setName("add").build()));
         assertEquals(Status.Code.INVALID_ARGUMENT, signal.getStatus().getCode());

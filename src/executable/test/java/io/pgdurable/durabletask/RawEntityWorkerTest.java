@@ -89,7 +89,7 @@ class RawEntityWorkerTest {
     }
 
     @Test
-    void anEntityRunsOneBatchAtATimeAndKeepsItsState() throws Exception {
+    void an_entity_runs_one_batch_at_a_time_and_keeps_its_state() throws Exception {
         assertFalse(entity().getExists(), "an entity never signalled must not exist");
         signal("add", "1");
         WorkItem first = next();
@@ -129,7 +129,7 @@ class RawEntityWorkerTest {
     }
 
     @Test
-    void storageCleaningReleasesALockWhoseHolderIsGoneAndRemovesEmptyEntities() throws Exception {
+    void storage_cleaning_releases_a_lock_whose_holder_is_gone_and_removes_empty_entities() throws Exception {
         signal("add", "1");
         complete(next(), "1", 1);
         // A lock taken for an orchestration that does not exist (as after a lock request that reached an entity
@@ -165,7 +165,7 @@ class RawEntityWorkerTest {
     }
 
     @Test
-    void aFailedBatchAndAnAbandonedBatchRunAgain() throws Exception {
+    void a_failed_batch_and_an_abandoned_batch_run_again() throws Exception {
         signal("add", "5");
         WorkItem first = next();
         long t0 = System.nanoTime();

@@ -69,7 +69,7 @@ class RawWorkerTest {
     }
 
     @Test
-    void aScheduledEntitySignalFailsTheOrchestrationNamingIt() throws Exception {
+    void a_scheduled_entity_signal_fails_the_orchestration_naming_it() throws Exception {
         String id = startInstance("raw-entity");
         WorkItem item = next();
         assertTrue(item.hasOrchestratorRequest(), "got " + item.getRequestCase());
@@ -100,7 +100,7 @@ class RawWorkerTest {
      * The JavaScript SDK's e2e suite checks that a 3 s timer ends at least 3 s after the created time.
      */
     @Test
-    void theCreatedTimeIsTheStartCallsNotTheFirstTurnsCommit() throws Exception {
+    void the_created_time_is_the_start_calls_not_the_first_turns_commit() throws Exception {
         long beforeStart = System.currentTimeMillis();
         String id = startInstance("raw-created");
         long afterStart = System.currentTimeMillis();
@@ -128,7 +128,7 @@ class RawWorkerTest {
     }
 
     @Test
-    void anAbandonedTurnAndAnAbandonedActivityAreRedeliveredPromptly() throws Exception {
+    void an_abandoned_turn_and_an_abandoned_activity_are_redelivered_promptly() throws Exception {
         String id = startInstance("raw-abandon");
         WorkItem first = next();
         assertTrue(first.hasOrchestratorRequest());

@@ -25,7 +25,7 @@ class RewindWithJavaWorkerTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
 
     @Test
-    void aWorkerThatCannotRewindLeavesTheInstanceFailedAndKeepsWorking() throws Exception {
+    void a_worker_that_cannot_rewind_leaves_the_instance_failed_and_keeps_working() throws Exception {
         try (SidecarHarness hub = new SidecarHarness("dt_rewind", TestDatabase.newSchemaName("dt_rewind"),
                 c -> c)) {
             hub.startWorker(b -> b

@@ -85,7 +85,7 @@ class SidecarTlsTest {
     }
 
     @Test
-    void anOrchestrationRunsOverTls() throws Exception {
+    void an_orchestration_runs_over_tls() throws Exception {
         DurableTaskGrpcWorker worker = new DurableTaskGrpcWorkerBuilder()
                 .grpcChannel(track(certs.channel(sidecar.port(), null, null)))
                 .addOrchestration(orchestration("Shout", ctx -> ctx.complete(
@@ -108,7 +108,7 @@ class SidecarTlsTest {
     }
 
     @Test
-    void aPlaintextClientAndOneNotTrustingTheCaGetNothing() throws Exception {
+    void a_plaintext_client_and_one_not_trusting_the_ca_get_nothing() throws Exception {
         ManagedChannel plaintext = track(Grpc.newChannelBuilderForAddress("127.0.0.1", sidecar.port(),
                 InsecureChannelCredentials.create()).build());
         refused(new DurableTaskGrpcClientBuilder().grpcChannel(plaintext).build(), "plaintext");
@@ -139,7 +139,7 @@ class SidecarTlsTest {
     }
 
     @Test
-    void theFilesAreCheckedAndWhatIsWrongIsNamed() throws Exception {
+    void the_files_are_checked_and_what_is_wrong_is_named() throws Exception {
         SidecarTls tls = SidecarTls.fromPemFiles(certs.serverChain, certs.serverKey, certs.caCert);
         assertTrue(tls.mutual());
         assertEquals("CN=localhost", tls.certificate().getSubjectX500Principal().getName());
@@ -190,7 +190,7 @@ class SidecarTlsTest {
     }
 
     @Test
-    void plaintextBeyondLoopbackIsWarnedAbout() {
+    void plaintext_beyond_loopback_is_warned_about() {
         SidecarConfig plain = SidecarConfig.defaults("hub");
         for (String loopback : List.of("127.0.0.1", "127.0.0.2", "localhost", "::1")) {
             assertEquals(Optional.empty(), SidecarServer.plaintextExposure(plain.withHost(loopback)),

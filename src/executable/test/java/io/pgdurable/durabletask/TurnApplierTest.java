@@ -49,7 +49,7 @@ class TurnApplierTest {
     }
 
     @Test
-    void aFiredTimerIsNeverShownBeforeItsDueTimeEvenWhenTheClockLags() {
+    void a_fired_timer_is_never_shown_before_its_due_time_even_when_the_clock_lags() {
         Instant due = NOW.plusNanos(1_500_000); // 1.5 ms after the (lagging) clock
         HistoryEvent created = DtEvents.event(0, NOW).setTimerCreated(TimerCreatedEvent.newBuilder()
                 .setFireAt(DtEvents.timestamp(due))).build();
@@ -63,14 +63,14 @@ class TurnApplierTest {
     }
 
     @Test
-    void fireTimesRoundUpToTheMillisecond() {
+    void fire_times_round_up_to_the_millisecond() {
         assertEquals(1_001, DtEvents.ceilMillis(Timestamp.newBuilder().setSeconds(1).setNanos(1).build()));
         assertEquals(1_001, DtEvents.ceilMillis(Timestamp.newBuilder().setSeconds(1).setNanos(1_000_000).build()));
         assertEquals(1_000, DtEvents.ceilMillis(Timestamp.newBuilder().setSeconds(1).build()));
     }
 
     @Test
-    void aResultForAnEarlierExecutionIsDropped() {
+    void a_result_for_an_earlier_execution_is_dropped() {
         HistoryEvent done = DtEvents.event(DtEvents.NO_ID, NOW).setTaskCompleted(TaskCompletedEvent.newBuilder()
                 .setTaskScheduledId(0)).build();
         Turn t = applier.prepare(fetched(2, List.of(started()),
@@ -80,7 +80,7 @@ class TurnApplierTest {
     }
 
     @Test
-    void aSendActionIsCarriedOutOnceAcrossTurns() {
+    void a_send_action_is_carried_out_once_across_turns() {
         HistoryEvent sent = DtEvents.event(3, NOW).setEventSent(EventSentEvent.newBuilder().setInstanceId("other")
                 .setName("go")).build();
         HistoryEvent raised = DtEvents.event(DtEvents.NO_ID, NOW).setEventRaised(
@@ -99,7 +99,7 @@ class TurnApplierTest {
     }
 
     @Test
-    void theStatusChannelFitsAnIdentifierAndCannotCollideWithProviderChannels() {
+    void the_status_channel_fits_an_identifier_and_cannot_collide_with_provider_channels() {
         String longSchema = "s".repeat(63);
         String channel = InstanceWatch.channelFor(longSchema);
         assertTrue(channel.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= 63);

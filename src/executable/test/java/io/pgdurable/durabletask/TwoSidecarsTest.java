@@ -83,7 +83,7 @@ class TwoSidecarsTest {
 
     @Test
     @Order(1)
-    void aClientOfOneSidecarIsWokenByTurnsCommittedByTheOther() throws Exception {
+    void a_client_of_one_sidecar_is_woken_by_turns_committed_by_the_other() throws Exception {
         a.startWorker(worker("worker-a")); // only sidecar A has a worker yet
         String id = clientB.scheduleNewOrchestrationInstance("Echo", "across");
         long started = System.nanoTime();
@@ -95,7 +95,7 @@ class TwoSidecarsTest {
 
     @Test
     @Order(2)
-    void twoSidecarsShareTheWorkOfOneOrchestration() throws Exception {
+    void two_sidecars_share_the_work_of_one_orchestration() throws Exception {
         a.startWorker(sidecarB.port(), worker("worker-b"));
         String id = a.client.scheduleNewOrchestrationInstance("Pair");
         OrchestrationMetadata done = clientB.waitForInstanceCompletion(id, WAIT, true);

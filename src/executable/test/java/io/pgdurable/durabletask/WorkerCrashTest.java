@@ -57,7 +57,7 @@ class WorkerCrashTest {
     }
 
     @Test
-    void aKilledWorkersActivityRunsAgainAndTheOrchestrationCompletesOnce() throws Exception {
+    void a_killed_workers_activity_runs_again_and_the_orchestration_completes_once() throws Exception {
         CountDownLatch firstStarted = new CountDownLatch(1);
         CountDownLatch releaseFirst = new CountDownLatch(1);
         AtomicInteger firstRuns = new AtomicInteger();

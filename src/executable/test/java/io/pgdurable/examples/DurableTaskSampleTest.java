@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class DurableTaskSampleTest {
 
     @Test
-    void theSampleCompletesAnOrchestrationThroughTheSidecar() throws Exception {
+    void the_sample_completes_an_orchestration_through_the_sidecar() throws Exception {
         String schema = TestDatabase.newSchemaName("dt_sample");
         try (PostgresProvider provider = PostgresProvider.create(TestDatabase.config(schema).poolSize(6)
                 .longPolling(true).build());
@@ -31,7 +31,7 @@ class DurableTaskSampleTest {
     }
 
     @Test
-    void theDocsShowTheSampleExactlyAsCompiled() throws IOException {
+    void the_docs_show_the_sample_exactly_as_compiled() throws IOException {
         List<String> source = Files.readAllLines(Path.of("src/executable/test/java/io/pgdurable/examples/DurableTaskSample.java"));
         int begin = indexOf(source, "docs:durabletask-sample:begin") + 1;
         int end = indexOf(source, "docs:durabletask-sample:end");

@@ -31,7 +31,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void deliversNotificationsOfItsChannelWithPayload(Driver driver) throws Exception {
+    void delivers_notifications_of_its_channel_with_payload(Driver driver) throws Exception {
         String channel = newChannel();
         Recorder rec = new Recorder();
         NotificationListener.Session s = driver.create(TestDatabase.url()).open(channel, LONG_HEARTBEAT, rec);
@@ -50,7 +50,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void payloadsOfATransactionArriveOnlyAfterCommit(Driver driver) throws Exception {
+    void payloads_of_a_transaction_arrive_only_after_commit(Driver driver) throws Exception {
         String channel = newChannel();
         Recorder rec = new Recorder();
         NotificationListener.Session s = driver.create(TestDatabase.url()).open(channel, LONG_HEARTBEAT, rec);
@@ -71,7 +71,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void terminatedBackendIsReportedLostOnce(Driver driver) throws Exception {
+    void terminated_backend_is_reported_lost_once(Driver driver) throws Exception {
         String channel = newChannel();
         Recorder rec = new Recorder();
         NotificationListener.Session s = driver.create(TestDatabase.url()).open(channel, LONG_HEARTBEAT, rec);
@@ -94,7 +94,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void halfOpenSocketIsFoundByTheHeartbeat(Driver driver) throws Exception {
+    void half_open_socket_is_found_by_the_heartbeat(Driver driver) throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         String channel = newChannel();
         Recorder rec = new Recorder();
@@ -128,7 +128,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void closeReturnsQuicklyWhileTheSocketIsWedged(Driver driver) throws Exception {
+    void close_returns_quickly_while_the_socket_is_wedged(Driver driver) throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         String channel = newChannel();
         Recorder rec = new Recorder();
@@ -155,7 +155,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void openGivesUpOnABlackHoleWithinTheConnectTimeout(Driver driver) throws Exception {
+    void open_gives_up_on_a_black_hole_within_the_connect_timeout(Driver driver) throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url())) {
             proxy.wedge();
@@ -169,7 +169,7 @@ class ListenerTest {
     }
 
     @Test
-    void aTimedOutPgjdbcNgConnectIsTakenByTheNextOpenInsteadOfConnectingTwice() throws Exception {
+    void a_timed_out_pgjdbc_ng_connect_is_taken_by_the_next_open_instead_of_connecting_twice() throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url())) {
             proxy.wedge();
@@ -192,7 +192,7 @@ class ListenerTest {
     }
 
     @Test
-    void aStuckPgjdbcNgConnectIsReplacedAfterOneConnectTimeoutOnceTheListenerHasConnected() throws Exception {
+    void a_stuck_pgjdbc_ng_connect_is_replaced_after_one_connect_timeout_once_the_listener_has_connected() throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url())) {
             Duration connectTimeout = Duration.ofSeconds(1);
@@ -245,7 +245,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void interruptedOpenReturnsPromptly(Driver driver) throws Exception {
+    void interrupted_open_returns_promptly(Driver driver) throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url())) {
             proxy.wedge();
@@ -265,7 +265,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void closeEndsTheBackendAndReportsNothing(Driver driver) throws Exception {
+    void close_ends_the_backend_and_reports_nothing(Driver driver) throws Exception {
         String channel = newChannel();
         Recorder rec = new Recorder();
         NotificationListener.Session s = driver.create(TestDatabase.url()).open(channel, LONG_HEARTBEAT, rec);
@@ -280,7 +280,7 @@ class ListenerTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void silentButHealthyConnectionSurvivesHeartbeats(Driver driver) throws Exception {
+    void silent_but_healthy_connection_survives_heartbeats(Driver driver) throws Exception {
         String channel = newChannel();
         Recorder rec = new Recorder();
         NotificationListener.Session s = driver.create(TestDatabase.url()).open(channel, Duration.ofMillis(200), rec);
@@ -295,7 +295,7 @@ class ListenerTest {
     }
 
     @Test
-    void convertsThePgjdbcUrlForPgjdbcNg() {
+    void converts_the_pgjdbc_url_for_pgjdbc_ng() {
         PgjdbcNgListener.Target t = PgjdbcNgListener.convert(
                 "jdbc:postgresql://db.example:5433/my%20db?user=app&password=p%40ss%26w&sslmode=require"
                         + "&ApplicationName=x&reWriteBatchedInserts=true");

@@ -108,7 +108,7 @@ class NotifierTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void reconnectsAfterEachTerminationAndListensBeforeTheScan(Driver driver) throws Exception {
+    void reconnects_after_each_termination_and_listens_before_the_scan(Driver driver) throws Exception {
         String channel = newChannel();
         Probe probe = new Probe();
         // The owner's catch-up scan starts in onListening: a NOTIFY sent from there must arrive (LISTEN first).
@@ -156,7 +156,7 @@ class NotifierTest {
     }
 
     @Test
-    void anErrorWhileOpeningIsRetriedLikeAFailedConnect() throws Exception {
+    void an_error_while_opening_is_retried_like_a_failed_connect() throws Exception {
         String channel = newChannel();
         Probe probe = new Probe();
         NotificationListener real = Driver.PGJDBC.create(TestDatabase.url());
@@ -181,7 +181,7 @@ class NotifierTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void backsOffWhileUnreachableAndRecovers(Driver driver) throws Exception {
+    void backs_off_while_unreachable_and_recovers(Driver driver) throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         String channel = newChannel();
         Probe probe = new Probe();
@@ -223,7 +223,7 @@ class NotifierTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void closesQuicklyWhileTheSocketIsWedged(Driver driver) throws Exception {
+    void closes_quickly_while_the_socket_is_wedged(Driver driver) throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         String channel = newChannel();
         Probe probe = new Probe();
@@ -241,7 +241,7 @@ class NotifierTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void closesQuicklyWhileConnectingIntoABlackHole(Driver driver) throws Exception {
+    void closes_quickly_while_connecting_into_a_black_hole(Driver driver) throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         Probe probe = new Probe();
         try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url());
@@ -259,7 +259,7 @@ class NotifierTest {
 
     @ParameterizedTest
     @EnumSource(Driver.class)
-    void closesQuicklyWhileBackingOff(Driver driver) throws Exception {
+    void closes_quickly_while_backing_off(Driver driver) throws Exception {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         Probe probe = new Probe();
         try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url());
@@ -278,7 +278,7 @@ class NotifierTest {
     }
 
     @Test
-    void closeBeforeStartAndStartAfterClose() {
+    void close_before_start_and_start_after_close() {
         Notifier n = new Notifier(Driver.PGJDBC.create(TestDatabase.url()), newChannel(), Duration.ofSeconds(1),
                 p -> {}, () -> {}, LongPollSignals.NONE);
         assertClosesQuickly(n, "before start");
@@ -286,7 +286,7 @@ class NotifierTest {
     }
 
     @Test
-    void startTwiceIsRefused() {
+    void start_twice_is_refused() {
         try (Notifier n = new Notifier(Driver.PGJDBC.create(TestDatabase.url()), newChannel(), Duration.ofSeconds(1),
                 p -> {}, () -> {}, LongPollSignals.NONE)) {
             n.start();
@@ -295,7 +295,7 @@ class NotifierTest {
     }
 
     @Test
-    void backoffDelaysDoubleUpToTheCapWithJitter() {
+    void backoff_delays_double_up_to_the_cap_with_jitter() {
         for (int failures = 1; failures <= 30; failures++) {
             for (int k = 0; k < 50; k++) {
                 assertBackoffShape(new long[] {failures, Notifier.backoffDelay(failures).toMillis()});

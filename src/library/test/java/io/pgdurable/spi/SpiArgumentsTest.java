@@ -74,14 +74,14 @@ class SpiArgumentsTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("missingFields")
-    void refusedWithTheFieldNamed(String message, Executable construction) {
+    void refused_with_the_field_named(String message, Executable construction) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, construction);
         assertEquals(message, e.getMessage());
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("missingFields")
-    void neverABareNullPointerException(String message, Executable construction) {
+    void never_a_bare_null_pointer_exception(String message, Executable construction) {
         Throwable t = assertThrows(Throwable.class, construction);
         assertEquals(IllegalArgumentException.class, t.getClass(), "for: " + message);
     }
