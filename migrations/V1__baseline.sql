@@ -174,15 +174,6 @@ CREATE INDEX orchestrator_queue_lock_idx ON ${schema}.orchestrator_queue (lock_t
 -- Lease ends, for the timer scan (next_deadlines).
 CREATE INDEX instance_locks_until_idx ON ${schema}.instance_locks (locked_until_ms);
 
--- Worker claims: the unleased rows in id order. A row enters it when enqueued or released and leaves it when
--- claimed, so it holds one entry per row version that was ever claimable and none for a leased one: a claim walks
--- neither over leased rows (long-running activities at the head of the queue) nor over the entries a claim and an
--- ack leave behind until VACUUM (a claim is a non-HOT update).
-CREATE INDEX worker_queue_unleased_idx ON ${schema}.worker_queue (id) WHERE lock_token IS NULL;
--- Ack, renew and release of the tokens that do not name their row (single claims, hand-overs). Row-naming tokens
--- are found by the primary key and left out, so a batched claim adds no entry here (one of four per claimed row),
--- and neither do the NULL tokens of unleased rows. Row-naming tokens are unique through their row id.
-CREATE UNIQUE INDEX worker_queue_lock_token_idx ON ${schema}.worker_queue (lock_token) WHERE lock_token NOT LIKE '@%';
 -- Cancellation by activity identity, and deletion by instance.
 CREATE INDEX worker_queue_activity_idx ON ${schema}.worker_queue (instance_id, execution_id, activity_id);
 -- The session orphan check.
@@ -190,6 +181,18 @@ CREATE INDEX worker_queue_session_idx ON ${schema}.worker_queue (session_id) WHE
 -- Lease ends and delayed visibility: the timer scan, and a claim's test for an expired lease.
 CREATE INDEX worker_queue_leased_until_idx ON ${schema}.worker_queue (locked_until_ms) WHERE lock_token IS NOT NULL;
 CREATE INDEX worker_queue_visible_idx ON ${schema}.worker_queue (visible_at_ms) WHERE lock_token IS NULL;
+
+-- Worker claims: the unleased rows in id order. A row enters it when enqueued or released and leaves it when
+-- claimed, so it holds one entry per row version that was ever claimable and none for a leased one: a claim walks
+-- neither over leased rows (long-running activities at the head of the queue) nor over the entries a claim and an
+-- ack leave behind until VACUUM (a claim is a non-HOT update).
+CREATE INDEX worker_queue_unleased_idx ON ${schema}.worker_queue (id) WHERE lock_token IS NULL;
+-- Ack, renew and release of the tokens that do not name their row (single claims, hand-overs). Row-naming tokens
+-- are found by the primary key and left out, so a batched claim adds no entry here (one of four per claimed row),
+-- and neither do the NULL tokens of unleased rows. Row-naming tokens are unique through their row id. Created last
+-- on purpose: of two indexes the planner costs alike it takes the newer, and on a queue with few leases the lease-end
+-- index costs the same as this one for a token lookup that also tests the lease, while reading every live lease.
+CREATE UNIQUE INDEX worker_queue_lock_token_idx ON ${schema}.worker_queue (lock_token) WHERE lock_token NOT LIKE '@%';
 
 -- Session renewal by owner, and session lease ends for the timer scan.
 CREATE INDEX sessions_worker_idx ON ${schema}.sessions (worker_id);
@@ -320,9 +323,9 @@ $$;
 -- Locks one instance with visible messages, tags them, and returns them with the instance's current history and
 -- key-value snapshot. The candidate search, oldest visible message first, is served by the visible-at index
 -- whatever the values (so a generic plan is right); each candidate is claimed or passed over by
--- claim_orchestration_instance, after the search has applied the version filter. Losing a race for a candidate moves
--- on to the next one: the result is empty only when nothing is eligible. p_visible_by: see claim_orchestration_instance
--- (the provider passes p_now except for a fetch woken ahead of a timer).
+-- claim_orchestration_instance, after the search has applied the version filter. Losing a race for a candidate
+-- moves on to the next one: the result is empty only when nothing is eligible. p_visible_by: see
+-- claim_orchestration_instance (the provider passes p_now except for a fetch woken ahead of a timer).
 CREATE FUNCTION ${schema}.fetch_orchestration_item(
     p_now BIGINT, p_visible_by BIGINT, p_lock_ms BIGINT, p_token TEXT, p_min_version BIGINT,
     p_max_version BIGINT)
@@ -1039,9 +1042,9 @@ $$;
 -- once, at its first position.
 --
 -- One row per input position: acked, or else expired_ms = how long before its ack time the lease had ended (NULL:
--- no row holds the token). The acked positions mark a boolean array once, and when every position was acked (a
--- flush of live leases) the answer is built without looking at the queue again: the answers cost a flush linear
--- time in its size.
+-- no row holds the token). The acked positions mark a boolean array once, so answering takes time linear in the
+-- flush's size, and when every position was acked (a flush of live leases) the answer is built without looking at
+-- the queue again.
 CREATE FUNCTION ${schema}.ack_work_items(
     p_tokens TEXT[], p_nows BIGINT[], p_instances TEXT[], p_kinds TEXT[], p_completions TEXT[])
 RETURNS TABLE (pos INT, acked BOOLEAN, expired_ms BIGINT)
