@@ -28,8 +28,8 @@ import org.postgresql.ds.PGSimpleDataSource;
  *       short-polling deployment pays ({@code short} column);</li>
  *   <li>{@code announcer}: the long-polling provider, which announces every enqueue after its commit, with the
  *       schema's notify triggers enabled and skipped for its writes: the default ({@code long} column);</li>
- *   <li>{@code announcer, triggers disabled}: the same with the triggers disabled by hand (the V7 state), so the
- *       cost of installed-but-skipped triggers is measured, not assumed;</li>
+ *   <li>{@code announcer, triggers disabled}: the same with the triggers disabled by hand (announcements alone), so
+ *       the cost of installed-but-skipped triggers is measured, not assumed;</li>
  *   <li>{@code transactional}: a provider with {@code transactionalNotify}, whose enqueues fire the triggers inside
  *       their transactions (the design's path, no crash window).</li>
  * </ul>
@@ -74,7 +74,7 @@ final class NotifyOverheadScenario implements Scenario {
                 + "stays connected (listening) throughout, in four arms: off (the schema deactivated, its triggers "
                 + "disabled, a provider that announces nothing; column short), announcer (the long-polling provider "
                 + "announces every enqueue after its commit; the notify triggers are enabled and skip its writes; "
-                + "column long), announcer with the triggers disabled (the V7 state), and transactional (a provider "
+                + "column long), announcer with the triggers disabled (announcements alone), and transactional (a provider "
                 + "with transactionalNotify: the triggers notify inside each enqueue's transaction). Arms run "
                 + "off, announcer, transactional, announcer-triggers-disabled and back in mirrored order per round, after "
                 + "an unrecorded warm-up phase. "

@@ -19,8 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * language, an operator's psql session. One dispatcher per queue waits; a plain JDBC connection in autocommit
  * writes through the schema's SQL API (docs/sql-api.md) one item at a time, and the gap from its statement's return
  * (the commit) to the fetch's return is the sample. With long polling the schema's notify triggers wake the fetch
- * from inside the writer's transaction; a third series disables them by hand, which is how every plain-SQL write was
- * found before migration V8: by the one-second fallback probe.
+ * from inside the writer's transaction; a third series disables them by hand, which is how a plain-SQL write is found
+ * without them: by the one-second fallback probe.
  */
 final class SqlWakeScenario extends PairedScenario {
     private static final Duration LOCK = Duration.ofMinutes(10);
@@ -44,7 +44,7 @@ final class SqlWakeScenario extends PairedScenario {
                 + "clock when fetch returns the item minus the writer's clock when its statement returned (after the "
                 + "commit). Long polling: the notify triggers wake the fetch from the writer's transaction; series "
                 + "workerTriggersDisabled repeats the worker writes with the triggers disabled by hand (fewer "
-                + "samples), which is how plain-SQL writes were found before migration V8: by the fallback probe.";
+                + "samples), which is how plain-SQL writes are found without them: by the fallback probe.";
     }
 
     private static int probeSamples(Profile p) {

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Runs the conformance module {@link DeletionTests} against the PostgreSQL provider, and the provider's own
- * {@link ProviderAdmin#deleteInstancesKeepingChildren} (migration V12), which the contract does not have.
+ * {@link ProviderAdmin#deleteInstancesKeepingChildren}, which the contract does not have.
  */
 class PgDeletionTest extends DeletionTests {
     @Override
