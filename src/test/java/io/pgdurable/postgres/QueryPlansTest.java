@@ -112,7 +112,7 @@ class QueryPlansTest {
                 .append(marker).append("\n\n");
         for (Map.Entry<String, String> e : plans.entrySet()) {
             md.append("### ").append(e.getKey()).append("\n\n```\n")
-                    .append(e.getValue().strip().replace(Identifiers.quote(schema), "hub")).append("\n```\n\n");
+                    .append(e.getValue().strip().replace(Identifiers.quote(schema), "hub").replace(schema, "hub")).append("\n```\n\n");
         }
         Files.createDirectories(Path.of("target"));
         Files.writeString(Path.of("target/query-plans.md"), md.toString());
