@@ -98,6 +98,9 @@ final class StatusCommand implements Callable<Integer> {
         if (!s.failed().isEmpty()) {
             return "has failed migrations: repair it before use";
         }
+        if (s.preRelease()) {
+            return "created by a pre-release build of pgdurable: re-create it (docs/operations.md)";
+        }
         if (!s.unknownApplied().isEmpty()) {
             return "ahead of this tool (" + PgDurableCli.VERSION + "): upgrade pgdurable";
         }
@@ -114,7 +117,7 @@ final class StatusCommand implements Callable<Integer> {
         out.println("version:      " + Text.version(s));
         out.println("pending:      " + Text.list(s.pending()) + (!s.ledgerExists() && !s.pending().isEmpty()
                 ? " (all)" : ""));
-        if (!s.unknownApplied().isEmpty()) {
+        if (!s.unknownApplied().isEmpty() && !s.preRelease()) {
             out.println("ahead:        " + Text.list(s.unknownApplied()) + " (applied, unknown to this tool)");
         }
         if (!s.failed().isEmpty()) {

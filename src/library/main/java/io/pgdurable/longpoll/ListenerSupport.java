@@ -42,7 +42,7 @@ final class ListenerSupport {
     /**
      * Takes a session advisory lock on a fresh random key and returns the key: while the session lives, other
      * processes find the key held, which is how they tell that this process can still hear them (hand-over across
-     * processes, migration V15). A fresh key is held by nobody, so the call does not wait.
+     * processes). A fresh key is held by nobody, so the call does not wait.
      */
     static long takeLivenessLock(Connection c) throws SQLException {
         long key;

@@ -15,7 +15,7 @@ import java.util.function.BiConsumer;
 /**
  * Gives items this provider writes straight to its own parked fetches (docs/long-polling.md, "Hand-over"): before
  * the write it reserves a parked fetch per item that one can take, the write leases those items to the fetches'
- * tokens in its own transaction (migration V13; for an orchestrator message, V14 claims its instance), and after the
+ * tokens in its own transaction (for an orchestrator message, the write claims its instance), and after the
  * commit each leased item is handed over — or released at once when its fetch stopped waiting in between. A parked
  * fetch thus returns its item without a claim.
  */
@@ -26,7 +26,7 @@ final class HandOver {
             return item.sessionId() == null && filter.matches(item.tag());
         }
 
-        /** Whether it takes an untagged item (one without a session): what other processes hand over (V15). */
+        /** Whether it takes an untagged item (one without a session): what other processes hand over. */
         boolean takesUntagged() {
             return filter.matches(null);
         }

@@ -43,7 +43,7 @@ final class OrchestrationClaimer {
     /**
      * @param now       the claim's own clock: leases are judged by it, and the lease taken starts at it
      * @param visibleBy claim what is visible by then: {@code now}, or a visibility time up to the timer lead ahead of
-     *                  it (migration V21) when the caller returns the claim no earlier than that time
+     *                  it when the caller returns the claim no earlier than that time
      */
     Optional<FetchedOrchestration> claim(String op, long now, long visibleBy, long lockMs, Long min, Long max) {
         String token = SqlRunner.newToken();

@@ -93,9 +93,9 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final BatchFetcher batchFetcher;
     private final BatchEnqueuer batchEnqueuer;
     private final HandOver handOver;
-    /** Hand-over across processes, the parked side (V15); null unless configured with long polling. */
+    /** Hand-over across processes, the parked side; null unless configured with long polling. */
     private final RemoteHandOver remoteHandOver;
-    /** Whether {@code enqueueForWorker} offers items to other processes' parked fetches (V15). */
+    /** Whether {@code enqueueForWorker} offers items to other processes' parked fetches. */
     private final boolean offersAcross;
     /** This provider's announcer origin: names it in announcements and in hand-overs across processes. */
     private final String origin;
@@ -812,7 +812,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     }
 
     /**
-     * The enqueue offered to another process's parked fetch first (V15): leased to it and sent in the NOTIFY, or,
+     * The enqueue offered to another process's parked fetch first: leased to it and sent in the NOTIFY, or,
      * when none takes it, written and announced as usual (the inline payloads then go out from the function).
      */
     private void enqueueOffered(String op, String json, long now, WorkItem.ActivityExecute a, List<Hint> hints,

@@ -27,7 +27,10 @@ public final class PostgresProviderConfig {
     public static final Duration MAX_BATCH_WAIT = Duration.ofMinutes(10);
     /** Upper bound of {@code ackFlushIdle}. */
     public static final Duration MAX_ACK_FLUSH_IDLE = Duration.ofSeconds(1);
-    /** 5 ms since migration V21 (orchestrator claims ahead of a visibility time), 1 ms before: docs/benchmarks.md. */
+    /**
+     * 5 ms: an orchestrator fetch woken this early claims at once what will be visible by the time, so a timer's
+     * lateness is not the claim's round trip (docs/long-polling.md, "Timers claimed ahead").
+     */
     public static final Duration DEFAULT_TIMER_LEAD = Duration.ofMillis(5);
     /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
     public static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
@@ -571,7 +574,7 @@ public final class PostgresProviderConfig {
         }
 
         /**
-         * Whether worker items are handed over between processes (default false; migration V15, docs/long-polling.md
+         * Whether worker items are handed over between processes (default false; docs/long-polling.md
          * "Hand-over across processes"). Both sides need it. A long-polling provider keeps a row saying how many of its
          * {@code fetchWorkItem} calls are parked for untagged items without a session (written when that number
          * changes and has rested for a millisecond; nothing while it stays the same), and its listener's session holds

@@ -20,10 +20,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The parked side of the hand-over across processes (migration V15, docs/long-polling.md "Hand-over across
- * processes"): keeps this provider's row in {@code parked_fetches} — how many of its fetches are parked for untagged
- * items without a session, the lock time they take, the listener's liveness key — and gives the items other
- * processes hand it to those fetches, or back to the queue when none is left for one.
+ * The parked side of the hand-over across processes (docs/long-polling.md "Hand-over across processes"): keeps this
+ * provider's row in {@code parked_fetches} — how many of its fetches are parked for untagged items without a session,
+ * the lock time they take, the listener's liveness key — and gives the items other processes hand it to those
+ * fetches, or back to the queue when none is left for one.
  *
  * <p>The listener's thread only delivers (a reservation and a hand-off, no statement). One daemon thread,
  * {@code pgdurable-takers-<schema>}, writes the account once a change settled ({@link #SETTLE_NANOS}: a fetch that

@@ -18,7 +18,6 @@ import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.MigrationInfo;
 import org.flywaydb.core.api.MigrationState;
 import org.flywaydb.core.api.configuration.FluentConfiguration;
-import org.flywaydb.core.internal.exception.FlywaySqlException;
 import org.flywaydb.database.postgresql.PostgreSQLConfigurationExtension;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,6 +33,8 @@ public final class SchemaMigrator {
     private static final Logger LOG = LoggerFactory.getLogger(SchemaMigrator.class);
     static final String LEDGER_TABLE = "pgdurable_schema_history";
     static final String LOCATION = "classpath:io/pgdurable/migrations";
+    /** The version of the 0.1.0 baseline, the first migration of every released schema. */
+    static final String BASELINE = "1";
     private static final String OPERATION = "migrate";
 
     private final DataSource dataSource;
@@ -53,11 +54,16 @@ public final class SchemaMigrator {
         this.locations = locations.clone();
     }
 
-    /** Where a schema stands relative to the migrations bundled with this library. */
+    /**
+     * Where a schema stands relative to the migrations bundled with this library.
+     *
+     * @param preRelease the ledger records migrations but not this library's baseline as migration 1: a build from
+     *                   before 0.1.0 created the schema, and no migration leads from there (see {@link #verify})
+     */
     public record Status(String schema, boolean ledgerExists, String currentVersion, List<String> pending,
-                         List<String> unknownApplied, List<String> failed) {
+                         List<String> unknownApplied, List<String> failed, boolean preRelease) {
         public boolean upToDate() {
-            return ledgerExists && pending.isEmpty() && unknownApplied.isEmpty() && failed.isEmpty();
+            return ledgerExists && !preRelease && pending.isEmpty() && unknownApplied.isEmpty() && failed.isEmpty();
         }
     }
 
@@ -76,7 +82,7 @@ public final class SchemaMigrator {
         Connection lockConnection = acquireLockConnection();
         boolean released = false;
         try {
-            int applied = flyway().migrate().migrationsExecuted;
+            int applied = migrate();
             if (applied > 0) {
                 LOG.info("pgdurable: applied {} migration(s) to schema {}", applied, schema);
             }
@@ -113,7 +119,7 @@ public final class SchemaMigrator {
     /** How often a provider that does not long-poll re-reads the activation setting. */
     public static final java.time.Duration ACTIVATION_RECHECK = java.time.Duration.ofSeconds(30);
 
-    /** How many of the schema's notify triggers (migration V8) are enabled, of how many. */
+    /** How many of the schema's notify triggers are enabled, of how many. */
     public record NotifyTriggers(int enabled, int total) {
         public boolean allEnabled() {
             return total > 0 && enabled == total;
@@ -247,6 +253,9 @@ public final class SchemaMigrator {
                     + LEDGER_TABLE + "): it is missing or was never migrated; run `pgdurable migrate` or start a "
                     + "provider with migration policy APPLY_ALL");
         }
+        if (s.preRelease()) {
+            throw preRelease("verify", s);
+        }
         if (!s.failed().isEmpty()) {
             throw ProviderException.permanent("verify", "schema '" + schema + "' records failed migration(s) "
                     + s.failed() + "; repair it before starting");
@@ -270,18 +279,26 @@ public final class SchemaMigrator {
                 for (MigrationInfo i : flyway().info().all()) {
                     all.add(i.getVersion().getVersion());
                 }
-                return new Status(schema, false, null, all, List.of(), List.of());
+                return new Status(schema, false, null, all, List.of(), List.of(), false);
             }
             List<String> pending = new ArrayList<>();
             List<String> unknown = new ArrayList<>();
             List<String> failed = new ArrayList<>();
             String current = null;
+            boolean anyApplied = false;
+            boolean baselineApplied = false;
             for (MigrationInfo i : flyway().info().all()) {
                 if (i.getVersion() == null) {
                     continue;
                 }
                 String v = i.getVersion().getVersion();
                 MigrationState state = i.getState();
+                if (state.isApplied() && !"0".equals(v)) {
+                    anyApplied = true;
+                    // The same version is not enough: a pre-release build's migration 1 was another script.
+                    baselineApplied |= BASELINE.equals(v) && i.isChecksumMatching() && i.isDescriptionMatching()
+                            && i.isTypeMatching();
+                }
                 if (state == MigrationState.PENDING || state == MigrationState.IGNORED) {
                     pending.add(v);
                 } else if (state == MigrationState.FUTURE_SUCCESS || state == MigrationState.FUTURE_FAILED) {
@@ -293,10 +310,43 @@ public final class SchemaMigrator {
                     current = v;
                 }
             }
-            return new Status(schema, true, current, pending, unknown, failed);
+            return new Status(schema, true, current, pending, unknown, failed, anyApplied && !baselineApplied);
         } catch (FlywayException e) {
             throw translate(e);
         }
+    }
+
+    /**
+     * Applies the pending migrations. Flyway validates the ledger first and refuses a pre-release schema (its
+     * migration 1 is another script, or missing below later ones); only then is the ledger read again, so that the
+     * refusal says what happened while a start on a released schema pays no extra round trip.
+     */
+    private int migrate() {
+        try {
+            return flyway().migrate().migrationsExecuted;
+        } catch (FlywayException e) {
+            Status s;
+            try {
+                s = status();
+            } catch (ProviderException unreadable) {
+                e.addSuppressed(unreadable);
+                throw e;
+            }
+            if (s.preRelease()) {
+                throw preRelease(OPERATION, s);
+            }
+            throw e;
+        }
+    }
+
+    /** The refusal of a schema that a pre-release build created: permanent, since no migration leads from there. */
+    private ProviderException preRelease(String operation, Status s) {
+        return ProviderException.permanent(operation, "schema '" + schema + "' was created by a pre-release build "
+                + "of pgdurable: its migration ledger (" + LEDGER_TABLE + ", up to version " + s.currentVersion()
+                + ") does not start with the 0.1.0 baseline, and no migration leads from a pre-release schema to a "
+                + "released one. Re-create it: drop the schema and let a provider with APPLY_ALL create it again, or "
+                + "run `pgdurable migrate` into a new schema (docs/operations.md, \"Upgrading from a pre-release "
+                + "schema\")");
     }
 
     private boolean ledgerExists() {
@@ -309,18 +359,6 @@ public final class SchemaMigrator {
             }
         } catch (SQLException e) {
             throw SqlErrors.translate("status", e);
-        }
-    }
-
-    /**
-     * Applies the migrations up to {@code version} only, leaving the schema as a node of that version left it. For
-     * upgrade tests: no advisory lock, no activation.
-     */
-    void applyUpTo(String version) {
-        try {
-            configuration().target(version).load().migrate();
-        } catch (FlywayException e) {
-            throw translate(e);
         }
     }
 
@@ -342,7 +380,7 @@ public final class SchemaMigrator {
                 .cleanDisabled(true)
                 .loggers("slf4j");
         // A transactional advisory lock would deadlock CREATE INDEX CONCURRENTLY; we hold our own session lock.
-        configuration.getPluginRegister().getPlugin(PostgreSQLConfigurationExtension.class).setTransactionalLock(false);
+        configuration.getConfigurationExtension(PostgreSQLConfigurationExtension.class).setTransactionalLock(false);
         return configuration;
     }
 
@@ -443,20 +481,23 @@ public final class SchemaMigrator {
         return text == null ? "" : text.replaceAll("\\s+", " ").trim();
     }
 
+    /**
+     * A Flyway failure, classified by the database error under it: Flyway wraps the driver's {@link SQLException}
+     * in an exception of its own whose message says which migration and statement failed, so that message is kept,
+     * and the SQLSTATE decides as everywhere else ({@link SqlErrors}). Without a database error (a validation
+     * failure, a missing or misnamed migration) the failure is permanent.
+     */
     private ProviderException translate(FlywayException e) {
-        Throwable cause = e;
-        while (cause != null) {
-            if (cause instanceof FlywaySqlException fs) {
-                return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: "
-                        + oneLine(fs.getMessage()) + " [SQLSTATE " + fs.getSqlState() + "]",
-                        SqlErrors.isRetryable(new SQLException(), fs.getSqlState()), fs.getSqlState(), e);
-            }
+        Throwable wrapper = e;
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
             if (cause instanceof SQLException sql) {
-                ProviderException p = SqlErrors.translate(OPERATION, sql);
+                String state = sql.getSQLState();
+                String account = wrapper instanceof FlywayException ? wrapper.getMessage() : e.getMessage();
                 return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: "
-                        + oneLine(e.getMessage()), p.retryable(), sql.getSQLState(), e);
+                        + oneLine(account) + (state == null ? "" : " [SQLSTATE " + state + "]"),
+                        SqlErrors.isRetryable(sql, state), state, e);
             }
-            cause = cause.getCause();
+            wrapper = cause;
         }
         return new ProviderException(OPERATION, "migration of schema '" + schema + "' failed: " + oneLine(e.getMessage()),
                 false, null, e);

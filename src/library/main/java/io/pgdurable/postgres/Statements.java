@@ -7,8 +7,8 @@ package io.pgdurable.postgres;
  * here, hexadecimal, checked) in the write mark.
  *
  * <p>Every statement that writes a queue table passes its time argument through {@code provider_write(now, origin,
- * announced)}, which marks the transaction for the schema's notify triggers (migration V8) before the function
- * body runs: announced writes are skipped by the triggers (the provider announces them after the commit); with
+ * announced)}, which marks the transaction for the schema's notify triggers before the function body runs:
+ * announced writes are skipped by the triggers (the provider announces them after the commit); with
  * {@code transactionalNotify} the triggers notify from inside the transaction and name the origin, so the writing
  * provider ignores the echo of what it already routed to its own waiters.
  */
@@ -27,18 +27,18 @@ final class Statements {
     final String enqueueOrchestratorItemNotifying;
     final String ackWorkItemNotifying;
     final String ackOrchestrationItemNotifying;
-    /** The writes of a hand-over (V13): the item, or some of the turn's items, leased to parked fetches of ours. */
+    /** The writes of a hand-over: the item, or some of the turn's items, leased to parked fetches of ours. */
     final String enqueueWorkerItemLeased;
     final String ackOrchestrationItemHandingOver;
     /**
      * An orchestrator message written (enqueued, or an activity's completion acked) and its instance claimed for a
-     * parked fetch of ours, in one statement (V14). The claim's token, lock time and version range are the last four
+     * parked fetch of ours, in one statement. The claim's token, lock time and version range are the last four
      * parameters.
      */
     final String enqueueOrchestratorItemClaiming;
     final String ackWorkItemClaiming;
     /**
-     * Hand-over across processes (V15): an enqueue offered to another process's parked fetch first (origin, token,
+     * Hand-over across processes: an enqueue offered to another process's parked fetch first (origin, token,
      * channel and inline payloads last), and the parked process's account of its takers.
      */
     final String enqueueWorkerItemOffered;
@@ -104,7 +104,7 @@ final class Statements {
 
     /**
      * @param asyncClaimCommit claims (the three fetch statements) commit without waiting for their WAL flush
-     *                         ({@code provider_claim}, migration V10): a lease lost in a server crash is a lease
+     *                         ({@code provider_claim}): a lease lost in a server crash is a lease
      *                         expired early
      */
     Statements(String schema, String origin, boolean transactionalNotify, boolean asyncClaimCommit) {

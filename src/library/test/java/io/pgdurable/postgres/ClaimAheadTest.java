@@ -18,7 +18,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Migration V21: {@code fetch_orchestration_item(p_now, p_visible_by, …)} claims what is visible by
+ * Claims ahead: {@code fetch_orchestration_item(p_now, p_visible_by, …)} claims what is visible by
  * {@code p_visible_by} and judges leases by {@code p_now} alone, so a claim made ahead of a visibility time never takes
  * a lease that has not ended, and the lease it takes starts at its own clock. Called as the provider calls it, on
  * a provider whose clock stands still at {@link #T0}.

@@ -16,7 +16,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /**
- * The provider's own {@link ProviderAdmin#deleteInstancesKeepingChildren} (migration V12), which the contract does not
+ * The provider's own {@link ProviderAdmin#deleteInstancesKeepingChildren}, which the contract does not
  * have, on the conformance kit's fixtures and the deletion module's.
  */
 class DeleteKeepingChildrenTest extends ConformanceTestBase {

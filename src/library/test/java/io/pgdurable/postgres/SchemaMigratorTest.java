@@ -17,6 +17,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -27,7 +28,26 @@ import org.junit.jupiter.api.Test;
 
 class SchemaMigratorTest {
     /** The newest migration bundled in migrations/. */
-    private static final String LATEST = "21";
+    private static final String LATEST = "1";
+    /**
+     * Released migrations are frozen (docs/schema.md): each one's checksum as its ledger row records it, pinned at
+     * its release. A schema whose migration no longer matches is refused, so a change goes into a new migration.
+     */
+    private static final Map<String, Integer> RELEASED = Map.of("1", 681177297);
+    /** The ledger a build from before 0.1.0 left behind: its 21 migrations (version, description, checksum). */
+    private static final List<Object[]> PRE_RELEASE_LEDGER = List.of(
+            new Object[] {1, "tables", 1414397199}, new Object[] {2, "queue functions", -192196070},
+            new Object[] {3, "admin functions", -1184902405}, new Object[] {4, "notify triggers", -1053282021},
+            new Object[] {5, "long poll scans", 756201972}, new Object[] {6, "batching", -743715956},
+            new Object[] {7, "provider announcements", 519026479}, new Object[] {8, "notify triggers", -1523126448},
+            new Object[] {9, "sql api", -2076696331}, new Object[] {10, "ack and fetch", 273570769},
+            new Object[] {11, "unleased claims", 263472353}, new Object[] {12, "purge keeping children", 679519498},
+            new Object[] {13, "hand over", -313196896}, new Object[] {14, "orchestrator hand over", -1272362862},
+            new Object[] {15, "hand over across processes", -1720738748},
+            new Object[] {16, "batched ack answers", -1277873927}, new Object[] {17, "row naming tokens", 1008529768},
+            new Object[] {18, "row versions and token parsing", -1088770711},
+            new Object[] {19, "orchestrator claim generic plans", 1163342247},
+            new Object[] {20, "paged instance listing", 88120457}, new Object[] {21, "claim ahead", -1526757097});
     private final List<String> schemas = new ArrayList<>();
 
     private String schema() {
@@ -162,6 +182,75 @@ class SchemaMigratorTest {
     }
 
     @Test
+    void released_migrations_are_frozen() throws SQLException {
+        String schema = schema();
+        PostgresProvider.create(TestDatabase.config(schema).build()).close();
+        for (Map.Entry<String, Integer> released : RELEASED.entrySet()) {
+            try (Connection c = TestDatabase.connect(); PreparedStatement ps = c.prepareStatement("SELECT checksum FROM "
+                    + Identifiers.quote(schema) + "." + SchemaMigrator.LEDGER_TABLE + " WHERE version = ?")) {
+                ps.setString(1, released.getKey());
+                try (ResultSet rs = ps.executeQuery()) {
+                    assertTrue(rs.next(), "migration " + released.getKey() + " applied");
+                    assertEquals(released.getValue(), rs.getInt(1), "migration V" + released.getKey() + " is not the "
+                            + "one released: released migrations are frozen (a schema that applied the released one "
+                            + "would be refused), so revert the change and make it a new migration");
+                }
+            }
+        }
+    }
+
+    @Test
+    void a_schema_created_by_a_pre_release_build_is_refused_by_both_policies_and_left_as_it_is() throws SQLException {
+        String schema = schema();
+        PostgresProvider.create(TestDatabase.config(schema).build()).close();
+        String ledger = Identifiers.quote(schema) + "." + SchemaMigrator.LEDGER_TABLE;
+        execute("DELETE FROM " + ledger + " WHERE version IS NOT NULL");
+        try (Connection c = TestDatabase.connect(); PreparedStatement ps = c.prepareStatement("INSERT INTO " + ledger
+                + " (installed_rank, version, description, type, script, checksum, installed_by, execution_time,"
+                + " success) VALUES (?, ?, ?, 'SQL', ?, ?, 'postgres', 10, true)")) {
+            for (Object[] m : PRE_RELEASE_LEDGER) {
+                ps.setInt(1, (Integer) m[0]);
+                ps.setString(2, m[0].toString());
+                ps.setString(3, (String) m[1]);
+                ps.setString(4, "V" + m[0] + "__" + ((String) m[1]).replace(' ', '_') + ".sql");
+                ps.setInt(5, (Integer) m[2]);
+                ps.execute();
+            }
+        }
+        String before = ledgerRows(schema);
+
+        for (MigrationPolicy policy : MigrationPolicy.values()) {
+            ProviderException e = assertThrows(ProviderException.class, () -> PostgresProvider.create(
+                    TestDatabase.config(schema).migrationPolicy(policy).build()), policy.toString());
+            assertFalse(e.retryable(), e.getMessage());
+            assertTrue(e.getMessage().contains("schema '" + schema + "' was created by a pre-release build of "
+                    + "pgdurable"), e.getMessage());
+            assertTrue(e.getMessage().contains("up to version 21"), e.getMessage());
+            assertTrue(e.getMessage().contains("drop the schema and let a provider with APPLY_ALL create it again, "
+                    + "or run `pgdurable migrate` into a new schema"), e.getMessage());
+        }
+        SchemaMigrator.Status status = status(schema);
+        assertTrue(status.preRelease(), status.toString());
+        assertFalse(status.upToDate(), status.toString());
+        assertEquals(before, ledgerRows(schema), "the refusals changed nothing");
+        assertNoAdvisoryLockHeld(schema);
+    }
+
+    @Test
+    void a_schema_whose_migration_1_is_not_the_released_baseline_is_refused() throws SQLException {
+        String schema = schema();
+        PostgresProvider.create(TestDatabase.config(schema).build()).close();
+        execute("UPDATE " + Identifiers.quote(schema) + "." + SchemaMigrator.LEDGER_TABLE
+                + " SET checksum = checksum + 1 WHERE version = '1'");
+        for (MigrationPolicy policy : MigrationPolicy.values()) {
+            ProviderException e = assertThrows(ProviderException.class, () -> PostgresProvider.create(
+                    TestDatabase.config(schema).migrationPolicy(policy).build()), policy.toString());
+            assertFalse(e.retryable(), e.getMessage());
+            assertTrue(e.getMessage().contains("was created by a pre-release build"), e.getMessage());
+        }
+    }
+
+    @Test
     void lock_contention_is_retried_within_the_budget_then_reported_as_retryable() throws Exception {
         String schema = schema();
         try (Connection holder = TestDatabase.connect(); Statement st = holder.createStatement()) {
@@ -205,6 +294,16 @@ class SchemaMigratorTest {
                 rs.next();
                 assertEquals(0, rs.getInt(1), "the migration advisory lock was released");
             }
+        }
+    }
+
+    private static String ledgerRows(String schema) throws SQLException {
+        try (Connection c = TestDatabase.connect(); Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT string_agg(installed_rank || ':' || COALESCE(version, '') || ':'"
+                     + " || COALESCE(checksum::text, ''), ',' ORDER BY installed_rank) FROM "
+                     + Identifiers.quote(schema) + "." + SchemaMigrator.LEDGER_TABLE)) {
+            rs.next();
+            return rs.getString(1);
         }
     }
 

@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Migrated test schemas handed from one conformance test to the next, emptied in between.
  *
- * <p>Why: migrating a schema (eleven migrations, about a hundred functions) and dropping it again cost the server
+ * <p>Why: migrating a schema (about a hundred functions, with their tables and indexes) and dropping it again cost the server
  * about a second of CPU, and the conformance modules do that once per test, well over a thousand times per suite
  * on two cores. Emptying the tables of a schema a test has finished with costs a few milliseconds.
  *

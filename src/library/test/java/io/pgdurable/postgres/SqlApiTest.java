@@ -35,7 +35,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
 /**
- * The SQL API of migration V9 (docs/sql-api.md), called by plain JDBC the way a writer that is not a provider calls
+ * The SQL API (docs/sql-api.md), called by plain JDBC the way a writer that is not a provider calls
  * it, on a schema a provider migrated: what it stores is what a provider fetches and decodes, and every bad input is
  * refused with PD002, naming the argument, before anything is stored.
  */

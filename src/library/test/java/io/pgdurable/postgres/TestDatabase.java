@@ -6,7 +6,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedDeque;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * The one place tests find PostgreSQL: an embedded PostgreSQL of the major {@code PGDURABLE_TEST_PG_MAJOR} names
@@ -206,12 +205,5 @@ public final class TestDatabase {
             return container.getJdbcUrl() + (container.getJdbcUrl().contains("?") ? "&" : "?")
                     + "user=" + container.getUsername() + "&password=" + container.getPassword();
         }
-    }
-
-    /** Migrates {@code schema} up to {@code version} only, as a node of that version left it (for upgrade tests). */
-    public static void migrateTo(String schema, String version) {
-        PGSimpleDataSource ds = new PGSimpleDataSource();
-        ds.setURL(url());
-        new SchemaMigrator(ds, config(schema).build()).applyUpTo(version);
     }
 }

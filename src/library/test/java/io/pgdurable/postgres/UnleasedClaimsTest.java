@@ -17,8 +17,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Migration V11: worker claims find unleased rows through {@code worker_queue_unleased_idx} and do not walk the
- * leased rows in front of them, while the rows they claim, and the order, stay those of the former query, expired
+ * Worker claims find unleased rows through {@code worker_queue_unleased_idx} and do not walk the leased rows in
+ * front of them, while the rows they claim, and their order, are those of the query over the primary key, ended
  * leases included. What each claim read is taken from {@code pg_stat_get_xact_tuples_returned} per index, the
  * counters of the claim's own transaction (current inside it, without waiting for the statistics to be flushed).
  */
@@ -142,7 +142,7 @@ class UnleasedClaimsTest {
         enqueue(3, t0);
         assertEquals("item-1", claimOne(t0, "a"));
         long expired = t0 + LOCK_MS; // item-1's lease ends here: claimable again, and oldest
-        assertEquals("item-1", claimOne(expired, "a2"), "the expired lease goes first, as before V11");
+        assertEquals("item-1", claimOne(expired, "a2"), "the expired lease goes first, as in id order");
         assertEquals("item-2", claimOne(expired, "b"), "then the unleased rows, oldest first");
 
         long both = expired + LOCK_MS; // item-1 and item-2 expired, item-3 never leased
@@ -156,7 +156,7 @@ class UnleasedClaimsTest {
         long t0 = System.currentTimeMillis();
         enqueue(2, t0);
         assertEquals(List.of("item-1", "item-2"), claimMany(t0, "ab", 2));
-        // The token the claim wrote for item-1 (its form is the claim's business: V17 names the row in it).
+        // The token the claim wrote for item-1 (its form is the claim's business: a batched claim names the row in it).
         try (PreparedStatement ps = c.prepareStatement("SELECT " + s + ".abandon_work_item((SELECT lock_token FROM "
                 + s + ".worker_queue WHERE work_item = 'item-1'), ?, 0, false)")) {
             ps.setLong(1, t0);

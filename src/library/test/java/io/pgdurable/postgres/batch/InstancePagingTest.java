@@ -24,7 +24,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Migration V20: {@code listInstancesAfter} reads one page of instance ids in storage, in the database's order of
+ * Paged listing: {@code listInstancesAfter} reads one page of instance ids in storage, in the database's order of
  * the primary key, so that the sidecar's paged queries cost a page each instead of the whole hub.
  */
 class InstancePagingTest {

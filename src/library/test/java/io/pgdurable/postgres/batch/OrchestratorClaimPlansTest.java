@@ -15,9 +15,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Migration V19: the orchestrator claim runs with generic plans, and its per-instance statements compare
+ * The orchestrator claim runs with generic plans, and its per-instance statements compare
  * {@code visible_at_ms + 0} so that a generic plan cannot read the visible-at index to claim one instance. A generic
- * plan is what every call gets from the first on, so these claims exercise exactly the rewritten comparisons.
+ * plan is what every call gets from the first on, so these claims exercise exactly those comparisons.
  */
 class OrchestratorClaimPlansTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
@@ -42,10 +42,7 @@ class OrchestratorClaimPlansTest {
         List<String> configs = BatchDb.strings("SELECT p.proname || ' ' || array_to_string(p.proconfig, ',') "
                 + "FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = '" + schema + "' "
                 + "AND p.proname IN ('fetch_orchestration_item', 'claim_orchestration_instance') ORDER BY 1");
-        // Both overloads of each: V19's, and V21's that claim ahead of a visibility time.
         assertEquals(List.of("claim_orchestration_instance plan_cache_mode=force_generic_plan",
-                "claim_orchestration_instance plan_cache_mode=force_generic_plan",
-                "fetch_orchestration_item plan_cache_mode=force_generic_plan",
                 "fetch_orchestration_item plan_cache_mode=force_generic_plan"), configs);
     }
 

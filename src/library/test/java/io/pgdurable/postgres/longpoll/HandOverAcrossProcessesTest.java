@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Hand-over across processes (migration V15, docs/long-polling.md "Hand-over across processes"): an item another
+ * Hand-over across processes (docs/long-polling.md "Hand-over across processes"): an item another
  * provider enqueues reaches a parked fetch of this one already leased, inside the NOTIFY, without a claim. Each test
  * checks the row of parked takers and the item's lease in the tables, not only what the fetch returned.
  */

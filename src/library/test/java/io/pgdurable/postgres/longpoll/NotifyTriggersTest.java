@@ -42,7 +42,7 @@ import org.postgresql.PGNotification;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
- * The schema's notify triggers (migration V8): installed disabled, switched by activation, skipped for a provider's
+ * The schema's notify triggers: installed disabled, switched by activation, skipped for a provider's
  * announced writes, firing inside every other writer's transaction, and inside a provider's own transactions with
  * {@code transactionalNotify}. A raw LISTEN connection plays the other process where payloads are counted.
  */
@@ -166,36 +166,6 @@ class NotifyTriggersTest {
         } finally {
             TestDatabase.dropSchema(schema);
         }
-    }
-
-    @Test
-    void a_schema_at_v7_migrates_forward_with_its_activation_carried_over() {
-        String activated = TestDatabase.newSchemaName("trg_v7_on");
-        String plain = TestDatabase.newSchemaName("trg_v7_off");
-        try {
-            migrateTo7(activated);
-            migrateTo7(plain);
-            sql("SELECT " + Identifiers.quote(activated) + ".set_long_polling(true)"); // V7's activation: a setting
-            for (String schema : List.of(activated, plain)) {
-                PostgresProviderConfig config = TestDatabase.config(schema).build();
-                try (PostgresProvider ignored = PostgresProvider.create(config)) {
-                    SchemaMigrator m = migrator(config);
-                    assertTrue(m.status().upToDate());
-                    boolean on = schema.equals(activated);
-                    assertEquals(on, m.activated(), schema);
-                    assertEquals(new SchemaMigrator.NotifyTriggers(on ? 9 : 0, 9), m.notifyTriggers(), schema);
-                }
-            }
-        } catch (SQLException e) {
-            throw new AssertionError(e);
-        } finally {
-            TestDatabase.dropSchema(activated);
-            TestDatabase.dropSchema(plain);
-        }
-    }
-
-    private static void migrateTo7(String schema) {
-        TestDatabase.migrateTo(schema, "7");
     }
 
     @Test
