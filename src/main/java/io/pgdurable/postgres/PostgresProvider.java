@@ -111,10 +111,9 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.payloads = new Payloads(config.maxPayloadBytes());
         String origin = Announcer.newOrigin();
         this.origin = origin;
-        this.offersAcross = config.handOverAcrossProcesses() && !config.transactionalNotify();
-        // Only fetches that take in-process hand-overs can take one from another process.
-        boolean takesAcross = offersAcross && config.handOverToParkedFetches();
-        this.sql = new Statements(config.schema(), origin, config.transactionalNotify(), config.asyncClaimCommit());
+        this.offersAcross = config.handOverAcrossProcesses();
+        boolean takesAcross = offersAcross;
+        this.sql = new Statements(config.schema());
         this.admin = new PostgresAdmin(this, sql, clock);
         this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
         DataSource dataSource;
@@ -174,13 +173,10 @@ public final class PostgresProvider implements OrchestrationProvider {
                         channel, signals);
                 poller.start();
             }
-            // With transactionalNotify the schema's triggers tell other processes from inside each transaction.
-            Announcer.Sender sender = config.transactionalNotify() ? null
-                    : announcements -> sendAnnouncements(dataSource, channel, announcements);
-            announcing = new Announcer(origin, poller, sender,
+            announcing = new Announcer(origin, poller,
+                    announcements -> sendAnnouncements(dataSource, channel, announcements),
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
-                    SchemaMigrator.ACTIVATION_RECHECK,
-                    channel, signals, clock, config.inlineNotifyWhenIdle());
+                    SchemaMigrator.ACTIVATION_RECHECK, channel, signals, clock);
         } catch (RuntimeException e) {
             if (announcing != null) {
                 announcing.close();
@@ -199,8 +195,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.announcer = announcing;
         this.leases = new Leases(db, sql, clock, announcer::announce);
         this.orchestrations = new OrchestrationClaimer(db, sql, clock, leases);
-        this.handOver = new HandOver(config.handOverToParkedFetches() && !config.transactionalNotify() ? longPoller
-                : null, leases, announcer::announce);
+        this.handOver = new HandOver(longPoller, leases, announcer::announce);
         this.remoteHandOver = longPoller != null && takesAcross
                 ? new RemoteHandOver(db, sql, clock, longPoller, leases, origin, config.schema(), announcer::announce,
                         signals)

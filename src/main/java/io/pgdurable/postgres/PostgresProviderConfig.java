@@ -45,10 +45,6 @@ public final class PostgresProviderConfig {
     private final Duration migrationLockTimeout;
     private final Duration migrationLockBudget;
     private final boolean longPolling;
-    private final boolean transactionalNotify;
-    private final boolean inlineNotifyWhenIdle;
-    private final boolean asyncClaimCommit;
-    private final boolean handOverToParkedFetches;
     private final boolean handOverAcrossProcesses;
     private final String listenerUrl;
     private final boolean transactionPooler;
@@ -94,10 +90,6 @@ public final class PostgresProviderConfig {
         this.migrationLockTimeout = b.migrationLockTimeout;
         this.migrationLockBudget = b.migrationLockBudget;
         this.longPolling = b.longPolling;
-        this.transactionalNotify = b.transactionalNotify;
-        this.inlineNotifyWhenIdle = b.inlineNotifyWhenIdle;
-        this.asyncClaimCommit = b.asyncClaimCommit;
-        this.handOverToParkedFetches = b.handOverToParkedFetches;
         this.handOverAcrossProcesses = b.handOverAcrossProcesses;
         this.listenerUrl = b.listenerUrl;
         this.transactionPooler = b.transactionPooler;
@@ -142,10 +134,6 @@ public final class PostgresProviderConfig {
         b.migrationLockTimeout = migrationLockTimeout;
         b.migrationLockBudget = migrationLockBudget;
         b.longPolling = longPolling;
-        b.transactionalNotify = transactionalNotify;
-        b.inlineNotifyWhenIdle = inlineNotifyWhenIdle;
-        b.asyncClaimCommit = asyncClaimCommit;
-        b.handOverToParkedFetches = handOverToParkedFetches;
         b.handOverAcrossProcesses = handOverAcrossProcesses;
         b.listenerUrl = listenerUrl;
         b.transactionPooler = transactionPooler;
@@ -221,26 +209,6 @@ public final class PostgresProviderConfig {
 
     public boolean longPolling() {
         return longPolling;
-    }
-
-    /** Whether this provider's writes notify from inside their own transactions (the schema's triggers). */
-    public boolean transactionalNotify() {
-        return transactionalNotify;
-    }
-
-    /** Whether an idle announcer's due hints may travel inside the writing transaction (see the builder). */
-    public boolean inlineNotifyWhenIdle() {
-        return inlineNotifyWhenIdle;
-    }
-
-    /** Whether claims commit without waiting for their WAL flush (see the builder). */
-    public boolean asyncClaimCommit() {
-        return asyncClaimCommit;
-    }
-
-    /** Whether this provider's worker writes lease their items to its own parked fetches (see the builder). */
-    public boolean handOverToParkedFetches() {
-        return handOverToParkedFetches;
     }
 
     /** Whether worker items are handed over between processes through the database (see the builder). */
@@ -353,10 +321,6 @@ public final class PostgresProviderConfig {
                 + ", schema=" + schema + ", poolSize=" + poolSize + ", migrationPolicy=" + migrationPolicy
                 + ", maxPayloadBytes=" + maxPayloadBytes
                 + (ackBatchSize > 1 ? ", ackBatchSize=" + ackBatchSize : "") + ", longPolling=" + longPolling
-                + (transactionalNotify ? ", transactionalNotify=true" : "")
-                + (inlineNotifyWhenIdle ? "" : ", inlineNotifyWhenIdle=false")
-                + (asyncClaimCommit ? "" : ", asyncClaimCommit=false")
-                + (handOverToParkedFetches ? "" : ", handOverToParkedFetches=false")
                 + (handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
                 + (transactionPooler ? ", transactionPooler=true" : "")
                 + (longPolling && !timerLead.equals(DEFAULT_TIMER_LEAD) ? ", timerLead=" + timerLead : "")
@@ -396,10 +360,6 @@ public final class PostgresProviderConfig {
         private Duration migrationLockTimeout = Duration.ofMillis(250);
         private Duration migrationLockBudget = Duration.ofSeconds(10);
         private boolean longPolling;
-        private boolean transactionalNotify;
-        private boolean inlineNotifyWhenIdle = true;
-        private boolean asyncClaimCommit = true;
-        private boolean handOverToParkedFetches = true;
         private boolean handOverAcrossProcesses;
         private String listenerUrl;
         private boolean transactionPooler;
@@ -515,74 +475,18 @@ public final class PostgresProviderConfig {
         }
 
         /**
-         * Whether this provider's own writes notify other processes from inside their transactions, through the
-         * schema's notify triggers, instead of by announcements sent after the commit (the default, false). On: a
-         * process that dies right after a commit has still told everyone (no crash window), but every notifying
-         * commit of the database then waits for the previous one's disk flush (no group commit): measured with
-         * {@code bench --scenarios notify-overhead}, see docs/long-polling.md. Its own waiters are woken at once
-         * either way. Takes effect only on an activated schema, like every notification.
-         */
-        public Builder transactionalNotify(boolean enabled) {
-            this.transactionalNotify = enabled;
-            return this;
-        }
-
-        /**
-         * Whether a write whose announcement would go out alone (the announcer idle: nothing pending, nothing sent
-         * within its 4 ms spacing) carries its NOTIFY inside its own transaction, in the same statement, instead of
-         * leaving it to the announcer's thread and round trip after the commit (default true). Other processes are
-         * then woken at the commit itself, one hand-off and one round trip sooner; under load the announcer batches
-         * as before, so group commit is kept. Only single-item enqueues, single acks and turn acks do it; see
-         * docs/long-polling.md for the measurement. No effect with {@code transactionalNotify} (the triggers notify
-         * then) or on a schema that is not activated.
-         */
-        public Builder inlineNotifyWhenIdle(boolean enabled) {
-            this.inlineNotifyWhenIdle = enabled;
-            return this;
-        }
-
-        /**
-         * Whether claims — {@code fetchWorkItem}, {@code fetchWorkItems}, {@code fetchOrchestrationItem} — commit
-         * without waiting for the server's WAL flush (default true; {@code synchronous_commit} off for the claiming
-         * transaction only). A claim is a lease: if the server crashes before the flush, the claim is lost and the
-         * work is claimable again, exactly as after an early lease expiry, and the holder's ack fails on its token
-         * (at-least-once, never a duplicated completion). Acks, enqueues and turn acks always wait for the flush.
-         * About a third more single-item drain throughput and a faster claim after every wake
-         * (docs/benchmarks.md); false restores a flush wait on every claim.
-         */
-        public Builder asyncClaimCommit(boolean enabled) {
-            this.asyncClaimCommit = enabled;
-            return this;
-        }
-
-        /**
-         * Whether a worker item this provider writes — {@code enqueueForWorker}, and the activities a turn schedules
-         * in {@code ackOrchestrationItem} — goes straight to one of this provider's own parked {@code fetchWorkItem}
-         * calls when one is waiting for it (default true; long polling only). The item is written already leased to
-         * that fetch (its lock timeout, attempt 1) in the write's own transaction, and the fetch returns it after the
-         * commit without a claim: the wake costs no statement and no round trip (docs/long-polling.md, "Hand-over").
-         * Items with a session, batched fetches and fetches with a session configuration always claim. Should the
-         * fetch stop waiting before the hand-over, the writer releases the item at once. No effect with
-         * {@code transactionalNotify}. False: every parked fetch claims after its wake, as before.
-         */
-        public Builder handOverToParkedFetches(boolean enabled) {
-            this.handOverToParkedFetches = enabled;
-            return this;
-        }
-
-        /**
-         * Whether worker items are handed over between processes (default false; migration V15, docs/long-polling.md
-         * "Hand-over across processes"). Both sides need it. A long-polling provider keeps a row saying how many of its
-         * {@code fetchWorkItem} calls are parked for untagged items without a session (written when that number
-         * changes and has rested for a millisecond; nothing while it stays the same), and its listener's session holds
-         * an advisory lock that tells others it still hears them. A provider's {@code enqueueForWorker} of such an
-         * item, when none of its own fetches takes it ({@code handOverToParkedFetches}), leases it in the enqueue's
-         * transaction to a parked fetch of another such process and sends it in the NOTIFY (items under 8000 bytes
-         * with the header): that fetch returns it without a claim. A fetch that stopped waiting meanwhile gives the
-         * item back at once (attempt not counted); an item handed to a process in the instant it dies waits for its
-         * lease, like any item of a process that died. Costs: one statement per change of the parked count, one
-         * lookup in a small table per offered enqueue. No effect with {@code transactionalNotify}; with long polling
-         * off, only the enqueue side applies.
+         * Whether worker items are handed over between processes (default false; both sides need it; see
+         * docs/long-polling.md, "Settings that choose an algorithm" and "Hand-over across processes"). A
+         * long-polling provider keeps a row saying how many of its {@code fetchWorkItem} calls are parked for
+         * untagged items without a session (written when that number changes and has rested for a millisecond), and
+         * its listener's session holds an advisory lock that tells others it still hears them. A provider's
+         * {@code enqueueForWorker} of such an item, when none of its own parked fetches takes it, leases it in the
+         * enqueue's transaction to a parked fetch of another such process and sends it in the NOTIFY (items under
+         * 8000 bytes with the header): that fetch returns it without a claim. A fetch that stopped waiting meanwhile
+         * gives the item back at once (attempt not counted); an item handed to a process in the instant its listener
+         * dies waits for its lease to end, like any item of a process that died. Costs: one statement per change of
+         * the parked count, one lookup in a small table per offered enqueue. With long polling off, only the enqueue
+         * side applies.
          */
         public Builder handOverAcrossProcesses(boolean enabled) {
             this.handOverAcrossProcesses = enabled;
