@@ -2,7 +2,6 @@ package io.pgdurable.postgres;
 
 import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
 import static io.pgdurable.postgres.SqlRunner.singleInt;
-import static io.pgdurable.postgres.SqlRunner.strings;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -34,17 +33,14 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import io.pgdurable.longpoll.Announcer;
-import io.pgdurable.longpoll.Hint;
 import io.pgdurable.longpoll.LongPollSignals;
 import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.NotificationListener;
@@ -52,7 +48,6 @@ import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.PgjdbcListener;
 import io.pgdurable.longpoll.PgjdbcNgListener;
 import io.pgdurable.longpoll.QueueKind;
-import io.pgdurable.longpoll.Reservation;
 import io.pgdurable.longpoll.Route;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -92,15 +87,11 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final OrchestrationClaimer orchestrations;
     private final BatchFetcher batchFetcher;
     private final BatchEnqueuer batchEnqueuer;
-    private final HandOver handOver;
     /** Hand-over across processes, the parked side (V15); null unless configured with long polling. */
     private final RemoteHandOver remoteHandOver;
-    /** Whether {@code enqueueForWorker} offers items to other processes' parked fetches (V15). */
-    private final boolean offersAcross;
-    /** This provider's announcer origin: names it in announcements and in hand-overs across processes. */
-    private final String origin;
-    /** Turns handed out by this provider and not yet ended; consulted only with long polling (local wakes). */
-    private final TurnsInProgress turns = new TurnsInProgress();
+    /** How a single-item write reaches the fetches waiting for it: chosen once, here. */
+    private final WritePath writes;
+    private final WriteAnnouncements announcements;
     /** Acks in one call per list ({@link #ackWorkItems}) and, with {@code ackBatchSize} above 1, grouped single acks. */
     private final BatchAcker acker;
     private final ProviderMetrics.Observer observer;
@@ -109,10 +100,9 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.config = config;
         this.clock = config.clock();
         this.payloads = new Payloads(config.maxPayloadBytes());
+        // This provider's announcer origin: names it in announcements and in hand-overs across processes.
         String origin = Announcer.newOrigin();
-        this.origin = origin;
-        this.offersAcross = config.handOverAcrossProcesses();
-        boolean takesAcross = offersAcross;
+        boolean takesAcross = config.handOverAcrossProcesses();
         this.sql = new Statements(config.schema());
         this.admin = new PostgresAdmin(this, sql, clock);
         this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
@@ -195,7 +185,16 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.announcer = announcing;
         this.leases = new Leases(db, sql, clock, announcer::announce);
         this.orchestrations = new OrchestrationClaimer(db, sql, clock, leases);
-        this.handOver = new HandOver(longPoller, leases, announcer::announce);
+        this.announcements = new WriteAnnouncements(announcer, new TurnsInProgress(), channel);
+        WritePath path = new AnnouncedWrites(db, sql, announcements);
+        if (config.handOverAcrossProcesses()) {
+            path = new OfferedWrites(path, db, sql, announcements, origin);
+        }
+        if (longPoller != null) {
+            path = new HandedOverWrites(path, db, sql, new HandOver(longPoller, leases, announcer::announce),
+                    orchestrations, leases, announcements);
+        }
+        this.writes = path;
         this.remoteHandOver = longPoller != null && takesAcross
                 ? new RemoteHandOver(db, sql, clock, longPoller, leases, origin, config.schema(), announcer::announce,
                         signals)
@@ -414,16 +413,14 @@ public final class PostgresProvider implements OrchestrationProvider {
             Optional<FetchedOrchestration> got = orchestrations.claim(op, now, Math.max(now, visibleBy), lockMs, min,
                     max);
             if (got.isPresent()) {
-                if (longPoller != null) {
-                    turns.started(got.get().item().instance(), got.get().lockToken(), now + lockMs, now);
-                }
+                writes.turnStarted(got.get().item().instance(), got.get().lockToken(), now + lockMs, now);
                 announcer.announce(Announcements.orchestrationLease(now + lockMs), now);
             }
             return got;
         };
         return longPoller == null ? claim.attempt(LongPoller.Claim.NOW)
                 : longPoller.fetchClaimingAhead(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, Arrays.asList(min, max),
-                        handOver.orchestrationTakerFor(lockMs, min, max), pollTimeout, op, claim);
+                        new HandOver.OrchestrationTaker(lockMs, min, max), pollTimeout, op, claim);
     }
 
     @Override
@@ -431,123 +428,10 @@ public final class PostgresProvider implements OrchestrationProvider {
                                      List<WorkItem> workerItems, List<WorkItem> orchestratorItems,
                                      ExecutionMetadata metadata,
                                      List<ScheduledActivityIdentifier> cancelledActivities) {
-        String op = TurnEncoder.OP;
-        Payloads.notNull(op, "lockToken", lockToken);
-        long now = clock.millis();
-        TurnEncoder t = new TurnEncoder(payloads, now, executionId, historyDelta, workerItems, orchestratorItems,
-                metadata, cancelledActivities);
-        // What the turn's own items make claimable is known before the ack; messages that arrived during the turn
-        // (lateMessagesAt) only from its result, so those always take the announcer's path.
-        // Activities handed over to this provider's parked fetches are leased in the turn's transaction: nobody else
-        // is told of them, and the turn's announcement then always takes the announcer's path.
-        HandOver.Plan plan = handOver.reserve(workerItems);
-        List<WorkItem> announcedWorkers = plan.unhanded(workerItems);
-        List<Hint> itemHints = Announcements.turn(now, announcedWorkers, t.orchInstances, t.orchVisibleAt, null);
-        List<String> inline = plan.isEmpty() ? announcer.inlinePayloads(itemHints, now) : null;
-        Long lateMessagesAt;
-        try {
-            if (plan.isEmpty()) {
-                lateMessagesAt = ackTurn(op, lockToken, now, executionId, metadata, t, inline);
-            } else {
-                Set<String> applied = new HashSet<>();
-                lateMessagesAt = ackTurnHandingOver(op, lockToken, now, executionId, metadata, t, plan, applied);
-                handOver.delivered(plan, workerItems, now, applied);
-            }
-        } catch (RuntimeException e) {
-            handOver.failed(plan);
-            endTurn(lockToken, now);
-            throw e;
-        }
-        // The turn ends before its announcement goes out, so a wake deferred to it is either covered by the claim
-        // that announcement leads to or given here (see TurnsInProgress).
-        boolean deferred = longPoller != null && turns.end(lockToken);
-        if (inline == null) {
-            announcer.announce(Announcements.turn(now, announcedWorkers, t.orchInstances, t.orchVisibleAt,
-                    lateMessagesAt), now);
-        } else {
-            announcer.wakeHere(itemHints, now);
-            if (lateMessagesAt != null) {
-                announcer.announce(Announcements.orchestratorMessage(lateMessagesAt), now);
-            }
-        }
-        if (deferred && lateMessagesAt == null) {
-            announcer.wakeHere(Announcements.orchestratorMessage(now), now);
-        }
-    }
-
-    private Long ackTurn(String op, String lockToken, long now, long executionId, ExecutionMetadata metadata,
-                         TurnEncoder t, List<String> inline) {
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.ackOrchestrationItem
-                    : sql.ackOrchestrationItemNotifying)) {
-                int i = bindTurn(c, ps, lockToken, now, executionId, metadata, t);
-                bindInline(c, ps, i, inline);
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    long next = rs.getLong(1);
-                    return rs.wasNull() ? null : next;
-                }
-            }
-        });
-    }
-
-    /** {@link #ackTurn} leasing the planned activities to their fetches' tokens; those applied go to {@code applied}. */
-    private Long ackTurnHandingOver(String op, String lockToken, long now, long executionId,
-                                    ExecutionMetadata metadata, TurnEncoder t, HandOver.Plan plan,
-                                    Set<String> applied) {
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.ackOrchestrationItemHandingOver)) {
-                int i = bindTurn(c, ps, lockToken, now, executionId, metadata, t);
-                ps.setArray(i++, c.createArrayOf("text", plan.tokens));
-                ps.setArray(i, c.createArrayOf("bigint", plan.lockMs));
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    long next = rs.getLong(1);
-                    Long nextVisible = rs.wasNull() ? null : next;
-                    applied.clear();
-                    applied.addAll(Arrays.asList(strings(rs.getArray(2))));
-                    return nextVisible;
-                }
-            }
-        });
-    }
-
-    /** Binds a turn's 31 arguments from the first; returns the next parameter index. */
-    private static int bindTurn(Connection c, PreparedStatement ps, String lockToken, long now, long executionId,
-                                ExecutionMetadata metadata, TurnEncoder t) throws SQLException {
-        int i = 1;
-        ps.setString(i++, lockToken);
-        ps.setLong(i++, now);
-        ps.setLong(i++, executionId);
-        ps.setArray(i++, c.createArrayOf("bigint", t.eventIds));
-        ps.setArray(i++, c.createArrayOf("text", t.eventTypes));
-        ps.setArray(i++, c.createArrayOf("text", t.eventData));
-        ps.setArray(i++, c.createArrayOf("text", t.workerItems));
-        ps.setArray(i++, c.createArrayOf("text", t.workerInstances));
-        ps.setArray(i++, c.createArrayOf("bigint", t.workerExecutions));
-        ps.setArray(i++, c.createArrayOf("bigint", t.workerActivities));
-        ps.setArray(i++, c.createArrayOf("text", t.workerSessions));
-        ps.setArray(i++, c.createArrayOf("text", t.workerTags));
-        ps.setArray(i++, c.createArrayOf("text", t.orchInstances));
-        ps.setArray(i++, c.createArrayOf("text", t.orchKinds));
-        ps.setArray(i++, c.createArrayOf("text", t.orchItems));
-        ps.setArray(i++, c.createArrayOf("bigint", t.orchVisibleAt));
-        ps.setString(i++, metadata.status());
-        ps.setString(i++, metadata.output());
-        ps.setString(i++, metadata.orchestrationName());
-        ps.setString(i++, metadata.orchestrationVersion());
-        ps.setString(i++, metadata.parentInstanceId());
-        setLongOrNull(ps, i++, t.pinnedVersion);
-        ps.setInt(i++, t.customStatusAction);
-        ps.setString(i++, t.customStatus);
-        ps.setArray(i++, c.createArrayOf("text", t.kvOps));
-        ps.setArray(i++, c.createArrayOf("text", t.kvKeys));
-        ps.setArray(i++, c.createArrayOf("text", t.kvValues));
-        ps.setArray(i++, c.createArrayOf("bigint", t.kvUpdatedMs));
-        ps.setArray(i++, c.createArrayOf("text", t.cancelInstances));
-        ps.setArray(i++, c.createArrayOf("bigint", t.cancelExecutions));
-        ps.setArray(i++, c.createArrayOf("bigint", t.cancelActivities));
-        return i;
+        Payloads.notNull(TurnEncoder.OP, "lockToken", lockToken);
+        TurnEncoder turn = new TurnEncoder(payloads, clock.millis(), executionId, historyDelta, workerItems,
+                orchestratorItems, metadata, cancelledActivities);
+        writes.ackTurn(lockToken, turn);
     }
 
     @Override
@@ -556,57 +440,15 @@ public final class PostgresProvider implements OrchestrationProvider {
         try {
             now = leases.abandonOrchestrationItem(lockToken, delay, ignoreAttempt);
         } catch (RuntimeException e) {
-            endTurn(lockToken, clock.millis());
+            announcements.turnEnded(lockToken, clock.millis());
             throw e;
         }
-        endTurn(lockToken, now);
+        announcements.turnEnded(lockToken, now);
     }
 
     @Override
     public void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
-        long until = leases.renewOrchestrationItemLock(lockToken, extendFor);
-        if (longPoller != null) {
-            turns.renewed(lockToken, until);
-        }
-    }
-
-    /** A turn ended without its ack's announcement (abandoned, or the ack failed): gives a wake deferred to it. */
-    private void endTurn(String lockToken, long now) {
-        if (longPoller != null && lockToken != null && turns.end(lockToken)) {
-            announcer.wakeHere(Announcements.orchestratorMessage(now), now);
-        }
-    }
-
-    /**
-     * Announces a message for {@code instance}, claimable at {@code visibleAt}: while a turn of this provider holds
-     * the instance, the local wake for a message due now waits for that turn's end (see {@link TurnsInProgress});
-     * others are told now.
-     */
-    private void announceMessageFor(String instance, long visibleAt, long now, boolean othersTold) {
-        List<Hint> hints = Announcements.orchestratorMessage(visibleAt);
-        if (!(visibleAt <= now && longPoller != null && turns.defer(instance, now))) {
-            announcer.wakeHere(hints, now);
-        }
-        if (!othersTold) {
-            announcer.tellOthers(hints, now);
-        }
-    }
-
-    /** After a write's commit: its hints to this process's waiters, and to the others unless they went inline. */
-    private void announced(List<Hint> hints, long now, List<String> inline) {
-        if (inline == null) {
-            announcer.announce(hints, now);
-        } else {
-            announcer.wakeHere(hints, now);
-        }
-    }
-
-    /** Binds the channel and payloads of a notifying statement at {@code first}; nothing without inline payloads. */
-    private void bindInline(Connection c, PreparedStatement ps, int first, List<String> inline) throws SQLException {
-        if (inline != null) {
-            ps.setString(first, channel);
-            ps.setArray(first + 1, c.createArrayOf("text", inline.toArray()));
-        }
+        writes.turnRenewed(lockToken, leases.renewOrchestrationItemLock(lockToken, extendFor));
     }
 
     @Override
@@ -623,70 +465,14 @@ public final class PostgresProvider implements OrchestrationProvider {
             visibleAt = Math.max(t.fireAtMs(), visibleAt);
         }
         long visible = visibleAt;
-        // The enqueue's five arguments, as the plain, notifying and claiming forms all take them.
-        OrchestrationClaimer.WriteBinder enqueue = ps -> {
-            ps.setString(1, item.instance());
-            ps.setString(2, item.kind());
-            ps.setString(3, json);
-            ps.setLong(4, visible);
-            ps.setLong(5, now);
-        };
-        Reservation parked = visible <= now ? reserveOrchestrationFor(item.instance(), now) : null;
-        if (parked != null) {
-            writeClaimingFor(parked, op, sql.enqueueOrchestratorItemClaiming, enqueue, item.instance(), now);
-            return;
-        }
-        List<String> inline = announcer.inlinePayloads(Announcements.orchestratorMessage(visible), now);
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueOrchestratorItem
-                    : sql.enqueueOrchestratorItemNotifying)) {
-                enqueue.bind(ps);
-                bindInline(c, ps, 6, inline);
-                ps.execute();
-                return null;
-            }
-        });
-        announceMessageFor(item.instance(), visible, now, inline != null);
-    }
-
-    /**
-     * A parked orchestrator fetch of this provider reserved for a message of {@code instance} claimable now, or null:
-     * none is parked, hand-over is off, or a turn of this provider holds the instance (the claim could not succeed).
-     */
-    private Reservation reserveOrchestrationFor(String instance, long now) {
-        return turns.holds(instance, now) ? null : handOver.reserveOrchestration();
-    }
-
-    /**
-     * A write of a message for {@code instance} that also claims the instance for the reserved parked fetch, then
-     * hands the batch to it with the turn registered and its lease end announced, as a claim would. When the instance
-     * could not be claimed, the message is announced as usual; when the fetch stopped waiting meanwhile, the claim is
-     * released.
-     */
-    private void writeClaimingFor(Reservation parked, String op, String statement,
-                                  OrchestrationClaimer.WriteBinder write, String instance, long now) {
-        HandOver.OrchestrationTaker taker = (HandOver.OrchestrationTaker) parked.takes();
-        String token = SqlRunner.newToken();
-        Optional<FetchedOrchestration> claimed;
-        try {
-            claimed = orchestrations.writeClaiming(op, statement, write, token, taker);
-        } catch (RuntimeException e) {
-            parked.cancel();
-            throw e;
-        }
-        if (claimed.isEmpty()) {
-            parked.cancel();
-            announceMessageFor(instance, now, now, false);
-            return;
-        }
-        long lockedUntil = now + taker.lockMs();
-        turns.started(instance, token, lockedUntil, now);
-        if (parked.handOver(claimed.get())) {
-            announcer.announce(Announcements.orchestrationLease(lockedUntil), now);
-        } else {
-            turns.end(token);
-            leases.releaseRefusedOrchestrationHandOver(token);
-        }
+        writes.writeMessage(new WritePath.MessageWrite(op, sql.enqueueOrchestratorItem,
+                sql.enqueueOrchestratorItemNotifying, sql.enqueueOrchestratorItemClaiming, ps -> {
+                    ps.setString(1, item.instance());
+                    ps.setString(2, item.kind());
+                    ps.setString(3, json);
+                    ps.setLong(4, visible);
+                    ps.setLong(5, now);
+                }, item.instance(), visible, now));
     }
 
     // ------------------------------------------------------------------------------------------ history
@@ -770,82 +556,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             throw ProviderException.permanent(op, item.kind() + " belongs on the orchestrator queue; only "
                     + "ActivityExecute goes to the worker queue");
         }
-        long now = clock.millis();
-        HandOver.Plan plan = handOver.reserve(List.of(item));
-        if (!plan.isEmpty()) {
-            enqueueHandedOver(op, json, now, a, plan);
-            return;
-        }
-        List<Hint> hints = Announcements.workerItems(now, List.of(a));
-        List<String> inline = announcer.inlinePayloads(hints, now);
-        if (offersAcross && a.sessionId() == null && a.tag() == null) {
-            enqueueOffered(op, json, now, a, hints, inline);
-            return;
-        }
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueWorkerItem
-                    : sql.enqueueWorkerItemNotifying)) {
-                bindWorkerItem(ps, json, now, a);
-                bindInline(c, ps, 8, inline);
-                ps.execute();
-                return null;
-            }
-        });
-        announced(hints, now, inline);
-    }
-
-    /** Binds an enqueued activity's seven arguments, as both single enqueues take them. */
-    private static void bindWorkerItem(PreparedStatement ps, String json, long now, WorkItem.ActivityExecute a)
-            throws SQLException {
-        ps.setString(1, json);
-        ps.setLong(2, now);
-        ps.setString(3, a.instance());
-        ps.setLong(4, a.executionId());
-        ps.setLong(5, a.id());
-        ps.setString(6, a.sessionId());
-        ps.setString(7, a.tag());
-    }
-
-    /**
-     * The enqueue offered to another process's parked fetch first (V15): leased to it and sent in the NOTIFY, or,
-     * when none takes it, written and announced as usual (the inline payloads then go out from the function).
-     */
-    private void enqueueOffered(String op, String json, long now, WorkItem.ActivityExecute a, List<Hint> hints,
-                                List<String> inline) {
-        String taker = call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItemOffered)) {
-                bindWorkerItem(ps, json, now, a);
-                ps.setString(8, origin);
-                ps.setString(9, SqlRunner.newToken());
-                ps.setString(10, channel);
-                ps.setArray(11, c.createArrayOf("text", inline == null ? new Object[0] : inline.toArray()));
-                try (ResultSet rs = ps.executeQuery()) {
-                    return rs.next() ? rs.getString(1) : null;
-                }
-            }
-        });
-        if (taker == null) {
-            announced(hints, now, inline);
-        }
-    }
-
-    /** The enqueue of an item leased to a parked fetch of this provider, then handed to it (no announcement). */
-    private void enqueueHandedOver(String op, String json, long now, WorkItem.ActivityExecute a, HandOver.Plan plan) {
-        try {
-            call(op, c -> {
-                try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItemLeased)) {
-                    bindWorkerItem(ps, json, now, a);
-                    ps.setString(8, plan.tokens[0]);
-                    ps.setLong(9, plan.lockMs[0]);
-                    ps.execute();
-                    return null;
-                }
-            });
-        } catch (RuntimeException e) {
-            handOver.failed(plan);
-            throw e;
-        }
-        handOver.delivered(plan, List.of(a), now, Set.of(plan.tokens[0]));
+        writes.enqueueForWorker(op, json, clock.millis(), a);
     }
 
     // ------------------------------------------------------------------------------------------ batched enqueue
@@ -885,7 +596,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         return longPoller == null ? claim.get()
                 : longPoller.fetch(QueueKind.WORKER, Route.worker(tagFilter, session != null),
                         Arrays.asList(tagFilter, session == null ? null : session.ownerId()),
-                        handOver.takerFor(request, tagFilter), pollTimeout, op, claim);
+                        HandOver.takerFor(request, tagFilter), pollTimeout, op, claim);
     }
 
     /**
@@ -972,7 +683,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         if (completion != null) {
-            announceMessageFor(completion.instance(), now, now, false);
+            announcements.messageCommitted(completion.instance(), now, now, false);
         }
         next.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item())), now));
         return next;
@@ -1032,37 +743,31 @@ public final class PostgresProvider implements OrchestrationProvider {
         Payloads.notNull(op, "lockToken", lockToken);
         String completionJson = completionJson(op, completion);
         long now = clock.millis();
+        String instance = completion == null ? null : completion.instance();
+        String kind = completion == null ? null : completion.kind();
         if (acker.grouping()) {
-            acker.ack(new WorkCompleter.Ack(lockToken, now, completion == null ? null : completion.instance(),
-                    completion == null ? null : completion.kind(), completionJson));
+            acker.ack(new WorkCompleter.Ack(lockToken, now, instance, kind, completionJson));
             return;
         }
-        // The ack's five arguments, as the plain, notifying and claiming forms all take them.
-        OrchestrationClaimer.WriteBinder ack = ps -> {
+        WritePath.Binder ack = ps -> {
             ps.setString(1, lockToken);
             ps.setLong(2, now);
-            ps.setString(3, completion == null ? null : completion.instance());
-            ps.setString(4, completion == null ? null : completion.kind());
+            ps.setString(3, instance);
+            ps.setString(4, kind);
             ps.setString(5, completionJson);
         };
-        Reservation parked = completion == null ? null : reserveOrchestrationFor(completion.instance(), now);
-        if (parked != null) {
-            writeClaimingFor(parked, op, sql.ackWorkItemClaiming, ack, completion.instance(), now);
+        if (completion != null) {
+            writes.writeMessage(new WritePath.MessageWrite(op, sql.ackWorkItem, sql.ackWorkItemNotifying,
+                    sql.ackWorkItemClaiming, ack, instance, now, now));
             return;
         }
-        List<String> inline = completion == null ? null
-                : announcer.inlinePayloads(Announcements.orchestratorMessage(now), now);
         call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.ackWorkItem : sql.ackWorkItemNotifying)) {
+            try (PreparedStatement ps = c.prepareStatement(sql.ackWorkItem)) {
                 ack.bind(ps);
-                bindInline(c, ps, 6, inline);
                 ps.execute();
                 return null;
             }
         });
-        if (completion != null) {
-            announceMessageFor(completion.instance(), now, now, inline != null);
-        }
     }
 
     /** Acks handed to the batched-ack flusher and not yet answered; always 0 with {@code ackBatchSize} 1. */
@@ -1103,7 +808,7 @@ public final class PostgresProvider implements OrchestrationProvider {
             }
         });
         if (renewed > 0) {
-            announcer.announce(List.of(Announcements.sessionLease(now + extendMs)), now);
+            announcements.announce(List.of(Announcements.sessionLease(now + extendMs)), now);
         }
         return renewed;
     }
