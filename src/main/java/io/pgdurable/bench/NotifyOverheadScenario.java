@@ -116,7 +116,8 @@ final class NotifyOverheadScenario implements Scenario {
         on.metric(Arm.ANNOUNCER_TRIGGERS_DISABLED.key + ".enqueuesPerSecond", disabled.perSecond(), "items/s",
                         Arm.ANNOUNCER_TRIGGERS_DISABLED.label)
                 .latency(Arm.ANNOUNCER_TRIGGERS_DISABLED.key + ".enqueue", disabled.latency)
-                .metric("skippedTriggersRatio", announcerRate / disabled.perSecond(), "×", "announcer with triggers enabled and skipped ÷ announcer with triggers disabled");
+                .metric("skippedTriggersRatio", announcerRate / disabled.perSecond(), "×",
+                        "announcer with triggers enabled and skipped ÷ announcer with triggers disabled");
         off.detail("phases", phases);
         on.detail("phases", phases);
         Map<String, Object> settings = new LinkedHashMap<>();

@@ -68,8 +68,9 @@ final class OrchestrationClaimer {
 
     /**
      * Runs a claiming write ({@link Statements#enqueueOrchestratorItemClaiming} or
-     * {@link Statements#ackWorkItemClaiming}, whose own five parameters {@code write} binds): the write, and its message's instance claimed for {@code token} in the
-     * same transaction, for a parked fetch of {@code taker}'s kind (the hand-over). Empty when the instance could not
+     * {@link Statements#ackWorkItemClaiming}, whose own five parameters {@code write} binds): the write, and its
+     * message's instance claimed for {@code token} in the same transaction, for a parked fetch of {@code taker}'s
+     * kind (the hand-over). Empty when the instance could not
      * be claimed then (locked, held, not startable, outside the version range), or when another of its queued
      * messages cannot be decoded: that batch is given back at once, and the fetch meets the error through its own
      * claim, as it would have without the hand-over. The write itself is committed either way.

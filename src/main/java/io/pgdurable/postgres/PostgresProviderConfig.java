@@ -2,7 +2,6 @@ package io.pgdurable.postgres;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Objects;
 import javax.sql.DataSource;
 
 /**
@@ -32,41 +31,8 @@ public final class PostgresProviderConfig {
     /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
     public static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
 
-    private final String jdbcUrl;
-    private final String username;
-    private final String password;
-    private final DataSource dataSource;
-    private final String schema;
-    private final int poolSize;
-    private final Duration connectionTimeout;
-    private final MigrationPolicy migrationPolicy;
-    private final Clock clock;
-    private final int maxPayloadBytes;
-    private final Duration migrationLockTimeout;
-    private final Duration migrationLockBudget;
-    private final boolean longPolling;
-    private final boolean handOverAcrossProcesses;
-    private final String listenerUrl;
-    private final boolean transactionPooler;
-    private final String directUrl;
-    private final ListenerDriver listenerDriver;
-    private final Duration fallbackPollInterval;
-    private final Duration wakeCoalescing;
-    private final Duration timerScanTimeout;
-    private final Duration recoveryScanInterval;
-    private final int maxParkedWaiters;
-    private final Duration heartbeatInterval;
-    private final int maxTrackedDeadlines;
-    private final Duration timerLead;
-    private final io.pgdurable.longpoll.LongPollSignals longPollSignals;
-    private final ProviderMetrics metrics;
-    private final int ackBatchSize;
-    private final Duration ackFlushIdle;
-    private final Duration ackDrainTimeout;
-    private final int enqueueChunkItems;
-    private final int enqueueChunkBytes;
-    private final Duration enqueueRetryBudget;
-    private final int fetchBatchMaxBytes;
+    /** A private copy of the builder this configuration was built from, never changed after {@code build()}. */
+    private final Builder settings;
 
     /** The driver of the long-poll listener connection. */
     public enum ListenerDriver {
@@ -77,41 +43,7 @@ public final class PostgresProviderConfig {
     }
 
     private PostgresProviderConfig(Builder b) {
-        this.jdbcUrl = b.jdbcUrl;
-        this.username = b.username;
-        this.password = b.password;
-        this.dataSource = b.dataSource;
-        this.schema = b.schema;
-        this.poolSize = b.poolSize;
-        this.connectionTimeout = b.connectionTimeout;
-        this.migrationPolicy = b.migrationPolicy;
-        this.clock = b.clock;
-        this.maxPayloadBytes = b.maxPayloadBytes;
-        this.migrationLockTimeout = b.migrationLockTimeout;
-        this.migrationLockBudget = b.migrationLockBudget;
-        this.longPolling = b.longPolling;
-        this.handOverAcrossProcesses = b.handOverAcrossProcesses;
-        this.listenerUrl = b.listenerUrl;
-        this.transactionPooler = b.transactionPooler;
-        this.directUrl = b.directUrl;
-        this.listenerDriver = b.listenerDriver;
-        this.fallbackPollInterval = b.fallbackPollInterval;
-        this.wakeCoalescing = b.wakeCoalescing;
-        this.timerScanTimeout = b.timerScanTimeout;
-        this.recoveryScanInterval = b.recoveryScanInterval;
-        this.maxParkedWaiters = b.maxParkedWaiters;
-        this.heartbeatInterval = b.heartbeatInterval;
-        this.maxTrackedDeadlines = b.maxTrackedDeadlines;
-        this.timerLead = b.timerLead;
-        this.longPollSignals = b.longPollSignals;
-        this.metrics = b.metrics;
-        this.ackBatchSize = b.ackBatchSize;
-        this.ackFlushIdle = b.ackFlushIdle;
-        this.ackDrainTimeout = b.ackDrainTimeout;
-        this.enqueueChunkItems = b.enqueueChunkItems;
-        this.enqueueChunkBytes = b.enqueueChunkBytes;
-        this.enqueueRetryBudget = b.enqueueRetryBudget;
-        this.fetchBatchMaxBytes = b.fetchBatchMaxBytes;
+        this.settings = b.copy();
     }
 
     public static Builder builder() {
@@ -120,100 +52,64 @@ public final class PostgresProviderConfig {
 
     /** A builder pre-filled with this configuration, to derive a variant. */
     public Builder toBuilder() {
-        Builder b = new Builder();
-        b.jdbcUrl = jdbcUrl;
-        b.username = username;
-        b.password = password;
-        b.dataSource = dataSource;
-        b.schema = schema;
-        b.poolSize = poolSize;
-        b.connectionTimeout = connectionTimeout;
-        b.migrationPolicy = migrationPolicy;
-        b.clock = clock;
-        b.maxPayloadBytes = maxPayloadBytes;
-        b.migrationLockTimeout = migrationLockTimeout;
-        b.migrationLockBudget = migrationLockBudget;
-        b.longPolling = longPolling;
-        b.handOverAcrossProcesses = handOverAcrossProcesses;
-        b.listenerUrl = listenerUrl;
-        b.transactionPooler = transactionPooler;
-        b.directUrl = directUrl;
-        b.listenerDriver = listenerDriver;
-        b.fallbackPollInterval = fallbackPollInterval;
-        b.wakeCoalescing = wakeCoalescing;
-        b.timerScanTimeout = timerScanTimeout;
-        b.recoveryScanInterval = recoveryScanInterval;
-        b.maxParkedWaiters = maxParkedWaiters;
-        b.heartbeatInterval = heartbeatInterval;
-        b.maxTrackedDeadlines = maxTrackedDeadlines;
-        b.timerLead = timerLead;
-        b.longPollSignals = longPollSignals;
-        b.metrics = metrics;
-        b.ackBatchSize = ackBatchSize;
-        b.ackFlushIdle = ackFlushIdle;
-        b.ackDrainTimeout = ackDrainTimeout;
-        b.enqueueChunkItems = enqueueChunkItems;
-        b.enqueueChunkBytes = enqueueChunkBytes;
-        b.enqueueRetryBudget = enqueueRetryBudget;
-        b.fetchBatchMaxBytes = fetchBatchMaxBytes;
-        return b;
+        return settings.copy();
     }
 
     public String jdbcUrl() {
-        return jdbcUrl;
+        return settings.jdbcUrl;
     }
 
     public String username() {
-        return username;
+        return settings.username;
     }
 
     String password() {
-        return password;
+        return settings.password;
     }
 
     public DataSource dataSource() {
-        return dataSource;
+        return settings.dataSource;
     }
 
     public String schema() {
-        return schema;
+        return settings.schema;
     }
 
     public int poolSize() {
-        return poolSize;
+        return settings.poolSize;
     }
 
     public Duration connectionTimeout() {
-        return connectionTimeout;
+        return settings.connectionTimeout;
     }
 
     public MigrationPolicy migrationPolicy() {
-        return migrationPolicy;
+        return settings.migrationPolicy;
     }
 
     public Clock clock() {
-        return clock;
+        return settings.clock;
     }
 
     public int maxPayloadBytes() {
-        return maxPayloadBytes;
+        return settings.maxPayloadBytes;
     }
 
     public Duration migrationLockTimeout() {
-        return migrationLockTimeout;
+        return settings.migrationLockTimeout;
     }
 
     public Duration migrationLockBudget() {
-        return migrationLockBudget;
+        return settings.migrationLockBudget;
     }
 
     public boolean longPolling() {
-        return longPolling;
+        return settings.longPolling;
     }
 
     /** Whether worker items are handed over between processes through the database (see the builder). */
     public boolean handOverAcrossProcesses() {
-        return handOverAcrossProcesses;
+        return settings.handOverAcrossProcesses;
     }
 
     /**
@@ -221,112 +117,115 @@ public final class PostgresProviderConfig {
      * {@code jdbcUrl}.
      */
     public String effectiveListenerUrl() {
-        return listenerUrl != null ? listenerUrl : directUrl != null ? directUrl : jdbcUrl;
+        Builder b = settings;
+        return b.listenerUrl != null ? b.listenerUrl : b.directUrl != null ? b.directUrl : b.jdbcUrl;
     }
 
     /** Whether the pool's connections go through a transaction-pooling proxy (see the builder). */
     public boolean transactionPooler() {
-        return transactionPooler;
+        return settings.transactionPooler;
     }
 
     /** The URL of the connections that need a server session of their own (migrations, the listener), or null. */
     public String directUrl() {
-        return directUrl;
+        return settings.directUrl;
     }
 
     public ListenerDriver listenerDriver() {
-        return listenerDriver;
+        return settings.listenerDriver;
     }
 
     public Duration fallbackPollInterval() {
-        return fallbackPollInterval;
+        return settings.fallbackPollInterval;
     }
 
     public Duration wakeCoalescing() {
-        return wakeCoalescing;
+        return settings.wakeCoalescing;
     }
 
     public Duration timerScanTimeout() {
-        return timerScanTimeout;
+        return settings.timerScanTimeout;
     }
 
     public Duration recoveryScanInterval() {
-        return recoveryScanInterval;
+        return settings.recoveryScanInterval;
     }
 
     public int maxParkedWaiters() {
-        return maxParkedWaiters;
+        return settings.maxParkedWaiters;
     }
 
     public Duration heartbeatInterval() {
-        return heartbeatInterval;
+        return settings.heartbeatInterval;
     }
 
     public int maxTrackedDeadlines() {
-        return maxTrackedDeadlines;
+        return settings.maxTrackedDeadlines;
     }
 
     public Duration timerLead() {
-        return timerLead;
+        return settings.timerLead;
     }
 
     public io.pgdurable.longpoll.LongPollSignals longPollSignals() {
-        return longPollSignals;
+        return settings.longPollSignals;
     }
 
     /** Where the provider reports its metrics ({@link ProviderMetrics#NONE} by default). */
     public ProviderMetrics metrics() {
-        return metrics;
+        return settings.metrics;
     }
 
     /** Terminal acks per batched flush; 1 (the default) acks each item in its own call, as without batching. */
     public int ackBatchSize() {
-        return ackBatchSize;
+        return settings.ackBatchSize;
     }
 
     /** With batched acks: flush once no new ack arrived for this long (0 = as soon as the flusher is free). */
     public Duration ackFlushIdle() {
-        return ackFlushIdle;
+        return settings.ackFlushIdle;
     }
 
     /** With batched acks: how long {@code close()} keeps flushing buffered acks (0 = not at all). */
     public Duration ackDrainTimeout() {
-        return ackDrainTimeout;
+        return settings.ackDrainTimeout;
     }
 
     /** Most items per statement of a batched enqueue. */
     public int enqueueChunkItems() {
-        return enqueueChunkItems;
+        return settings.enqueueChunkItems;
     }
 
     /** Most bytes (the items' JSON, UTF-8) per statement of a batched enqueue; an item larger goes alone. */
     public int enqueueChunkBytes() {
-        return enqueueChunkBytes;
+        return settings.enqueueChunkBytes;
     }
 
     /** How long a batched enqueue may keep retrying a chunk that failed retryably (0 = fail fast). */
     public Duration enqueueRetryBudget() {
-        return enqueueRetryBudget;
+        return settings.enqueueRetryBudget;
     }
 
     /** Most bytes (the items' JSON) one batched fetch returns; its first item is returned even when larger. */
     public int fetchBatchMaxBytes() {
-        return fetchBatchMaxBytes;
+        return settings.fetchBatchMaxBytes;
     }
 
     /** Never shows a password, whether given separately or inside the URL. */
     @Override
     public String toString() {
-        return "PostgresProviderConfig{" + (jdbcUrl != null ? "url=" + redactUrl(jdbcUrl) : "dataSource=" + dataSource)
-                + ", schema=" + schema + ", poolSize=" + poolSize + ", migrationPolicy=" + migrationPolicy
-                + ", maxPayloadBytes=" + maxPayloadBytes
-                + (ackBatchSize > 1 ? ", ackBatchSize=" + ackBatchSize : "") + ", longPolling=" + longPolling
-                + (handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
-                + (transactionPooler ? ", transactionPooler=true" : "")
-                + (longPolling && !timerLead.equals(DEFAULT_TIMER_LEAD) ? ", timerLead=" + timerLead : "")
-                + (directUrl != null ? ", directUrl=" + redactUrl(directUrl) : "")
-                + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
-                        + redactUrl(listenerUrl) : "") : "") + "}";
+        Builder b = settings;
+        return "PostgresProviderConfig{" + (b.jdbcUrl != null ? "url=" + redactUrl(b.jdbcUrl)
+                : "dataSource=" + b.dataSource)
+                + ", schema=" + b.schema + ", poolSize=" + b.poolSize + ", migrationPolicy=" + b.migrationPolicy
+                + ", maxPayloadBytes=" + b.maxPayloadBytes
+                + (b.ackBatchSize > 1 ? ", ackBatchSize=" + b.ackBatchSize : "") + ", longPolling=" + b.longPolling
+                + (b.handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
+                + (b.transactionPooler ? ", transactionPooler=true" : "")
+                + (b.longPolling && !b.timerLead.equals(DEFAULT_TIMER_LEAD) ? ", timerLead=" + b.timerLead : "")
+                + (b.directUrl != null ? ", directUrl=" + redactUrl(b.directUrl) : "")
+                + (b.longPolling ? ", listener=" + b.listenerDriver + (b.listenerUrl != null ? " at "
+                        + redactUrl(b.listenerUrl) : "") : "") + "}";
     }
 
     /** The URL with any password parameter value replaced. */
@@ -335,55 +234,53 @@ public final class PostgresProviderConfig {
                 .replaceAll("(//[^/:@]+:)[^@/]*@", "$1***@");
     }
 
-    /**
-     * A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface at
-     * the first connection as "No suitable driver", naming neither the URL nor the mistake.
-     */
-    private static void checkParses(String name, String url) {
-        if (url != null && org.postgresql.Driver.parseURL(url, null) == null) {
-            throw new IllegalArgumentException(name + " is not a URL the PostgreSQL driver can read (check the host, "
-                    + "the port and the parameters), was '" + redactUrl(url) + "'");
-        }
-    }
-
-    public static final class Builder {
-        private String jdbcUrl;
-        private String username;
-        private String password;
-        private DataSource dataSource;
-        private String schema = DEFAULT_SCHEMA;
-        private int poolSize = DEFAULT_POOL_SIZE;
-        private Duration connectionTimeout = Duration.ofSeconds(10);
-        private MigrationPolicy migrationPolicy = MigrationPolicy.APPLY_ALL;
-        private Clock clock = Clock.systemUTC();
-        private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
-        private Duration migrationLockTimeout = Duration.ofMillis(250);
-        private Duration migrationLockBudget = Duration.ofSeconds(10);
-        private boolean longPolling;
-        private boolean handOverAcrossProcesses;
-        private String listenerUrl;
-        private boolean transactionPooler;
-        private String directUrl;
-        private ListenerDriver listenerDriver = ListenerDriver.PGJDBC_NG;
-        private Duration fallbackPollInterval = Duration.ofSeconds(1);
-        private Duration wakeCoalescing = Duration.ofMillis(100);
-        private Duration timerScanTimeout = Duration.ofMillis(200);
-        private Duration recoveryScanInterval = Duration.ofSeconds(60);
-        private int maxParkedWaiters = 1024;
-        private Duration heartbeatInterval = Duration.ofSeconds(1);
-        private int maxTrackedDeadlines = 1024;
-        private Duration timerLead = DEFAULT_TIMER_LEAD;
-        private io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
-        private ProviderMetrics metrics = ProviderMetrics.NONE;
-        private int ackBatchSize = 1;
-        private Duration ackFlushIdle = Duration.ofMillis(2);
-        private Duration ackDrainTimeout = Duration.ofSeconds(2);
-        private int enqueueChunkItems = DEFAULT_ENQUEUE_CHUNK_ITEMS;
-        private int enqueueChunkBytes = DEFAULT_ENQUEUE_CHUNK_BYTES;
-        private Duration enqueueRetryBudget = Duration.ZERO;
-        private int fetchBatchMaxBytes = DEFAULT_FETCH_BATCH_MAX_BYTES;
+    public static final class Builder implements Cloneable {
+        String jdbcUrl;
+        String username;
+        String password;
+        DataSource dataSource;
+        String schema = DEFAULT_SCHEMA;
+        int poolSize = DEFAULT_POOL_SIZE;
+        Duration connectionTimeout = Duration.ofSeconds(10);
+        MigrationPolicy migrationPolicy = MigrationPolicy.APPLY_ALL;
+        Clock clock = Clock.systemUTC();
+        int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
+        Duration migrationLockTimeout = Duration.ofMillis(250);
+        Duration migrationLockBudget = Duration.ofSeconds(10);
+        boolean longPolling;
+        boolean handOverAcrossProcesses;
+        String listenerUrl;
+        boolean transactionPooler;
+        String directUrl;
+        ListenerDriver listenerDriver = ListenerDriver.PGJDBC_NG;
+        Duration fallbackPollInterval = Duration.ofSeconds(1);
+        Duration wakeCoalescing = Duration.ofMillis(100);
+        Duration timerScanTimeout = Duration.ofMillis(200);
+        Duration recoveryScanInterval = Duration.ofSeconds(60);
+        int maxParkedWaiters = 1024;
+        Duration heartbeatInterval = Duration.ofSeconds(1);
+        int maxTrackedDeadlines = 1024;
+        Duration timerLead = DEFAULT_TIMER_LEAD;
+        io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
+        ProviderMetrics metrics = ProviderMetrics.NONE;
+        int ackBatchSize = 1;
+        Duration ackFlushIdle = Duration.ofMillis(2);
+        Duration ackDrainTimeout = Duration.ofSeconds(2);
+        int enqueueChunkItems = DEFAULT_ENQUEUE_CHUNK_ITEMS;
+        int enqueueChunkBytes = DEFAULT_ENQUEUE_CHUNK_BYTES;
+        Duration enqueueRetryBudget = Duration.ZERO;
+        int fetchBatchMaxBytes = DEFAULT_FETCH_BATCH_MAX_BYTES;
 
         private Builder() {}
+
+        /** Every setting is an immutable value or a shared reference (a clock, a data source), so a shallow copy. */
+        Builder copy() {
+            try {
+                return (Builder) clone();
+            } catch (CloneNotSupportedException e) {
+                throw new AssertionError(e);
+            }
+        }
 
         /**
          * Opt-in batched terminal acks (1..{@value #MAX_ACK_BATCH_SIZE}). With 1, the default, every
@@ -531,6 +428,11 @@ public final class PostgresProviderConfig {
             return this;
         }
 
+        /**
+         * The long-poll listener connection's driver (default {@link ListenerDriver#PGJDBC_NG}, asynchronous). Choose
+         * {@link ListenerDriver#PGJDBC} where netty must not be shipped: each notification then reaches the listener
+         * about 1 ms later (docs/long-polling.md, "Settings that choose an algorithm").
+         */
         public Builder listenerDriver(ListenerDriver driver) {
             this.listenerDriver = driver;
             return this;
@@ -660,124 +562,13 @@ public final class PostgresProviderConfig {
             return this;
         }
 
-        public PostgresProviderConfig build() {
-            if ((jdbcUrl == null) == (dataSource == null)) {
-                throw new IllegalArgumentException("configure exactly one of jdbcUrl or dataSource");
-            }
-            if (jdbcUrl != null && !jdbcUrl.startsWith("jdbc:postgresql:")) {
-                throw new IllegalArgumentException("jdbcUrl must start with 'jdbc:postgresql:', was '"
-                        + redactUrl(jdbcUrl) + "'");
-            }
-            checkParses("jdbcUrl", jdbcUrl);
-            if (directUrl != null && !directUrl.startsWith("jdbc:postgresql:")) {
-                throw new IllegalArgumentException("directUrl must start with 'jdbc:postgresql:', was '"
-                        + redactUrl(directUrl) + "'");
-            }
-            checkParses("directUrl", directUrl);
-            if (transactionPooler) {
-                checkTransactionPooler();
-            }
-            Identifiers.checkSchemaName(schema);
-            if (poolSize < 1 || poolSize > 1000) {
-                throw new IllegalArgumentException("poolSize must be in 1..1000, was " + poolSize);
-            }
-            positive("connectionTimeout", connectionTimeout);
-            positive("migrationLockTimeout", migrationLockTimeout);
-            positive("migrationLockBudget", migrationLockBudget);
-            Objects.requireNonNull(migrationPolicy, "migrationPolicy");
-            Objects.requireNonNull(clock, "clock");
-            Objects.requireNonNull(metrics, "metrics");
-            if (longPolling) {
-                if (dataSource == null && poolSize < 2) {
-                    throw new IllegalArgumentException("long polling needs a pool of at least two connections "
-                            + "(poolSize was " + poolSize + "): a parked fetch's retry and the scans share it");
-                }
-                if (dataSource != null && listenerUrl == null && directUrl == null) {
-                    throw new IllegalArgumentException("long polling with a DataSource needs listenerUrl (or "
-                            + "directUrl): the listener opens its own direct connection");
-                }
-                if (listenerUrl != null && !listenerUrl.startsWith("jdbc:postgresql:")) {
-                    throw new IllegalArgumentException("listenerUrl must start with 'jdbc:postgresql:', was '"
-                            + redactUrl(listenerUrl) + "'");
-                }
-                checkParses("listenerUrl", listenerUrl);
-                Objects.requireNonNull(listenerDriver, "listenerDriver");
-                Objects.requireNonNull(longPollSignals, "longPollSignals");
-                positive("fallbackPollInterval", fallbackPollInterval);
-                positive("wakeCoalescing", wakeCoalescing);
-                positive("timerScanTimeout", timerScanTimeout);
-                positive("recoveryScanInterval", recoveryScanInterval);
-                positive("heartbeatInterval", heartbeatInterval);
-                if (maxParkedWaiters < 1) {
-                    throw new IllegalArgumentException("maxParkedWaiters must be at least 1, was " + maxParkedWaiters);
-                }
-                bounded("timerLead", timerLead, MAX_TIMER_LEAD);
-                if (maxTrackedDeadlines < 16) {
-                    throw new IllegalArgumentException("maxTrackedDeadlines must be at least 16, was "
-                            + maxTrackedDeadlines);
-                }
-            }
-            if (maxPayloadBytes < 1024) {
-                throw new IllegalArgumentException("maxPayloadBytes must be at least 1024, was " + maxPayloadBytes);
-            }
-            inRange("ackBatchSize", ackBatchSize, 1, MAX_ACK_BATCH_SIZE);
-            bounded("ackFlushIdle", ackFlushIdle, MAX_ACK_FLUSH_IDLE);
-            bounded("ackDrainTimeout", ackDrainTimeout, MAX_BATCH_WAIT);
-            inRange("enqueueChunkItems", enqueueChunkItems, 1, MAX_ENQUEUE_CHUNK_ITEMS);
-            inRange("enqueueChunkBytes", enqueueChunkBytes, 1024, MAX_BATCH_BYTES);
-            bounded("enqueueRetryBudget", enqueueRetryBudget, MAX_BATCH_WAIT);
-            inRange("fetchBatchMaxBytes", fetchBatchMaxBytes, 1024, MAX_BATCH_BYTES);
-            return new PostgresProviderConfig(this);
-        }
-
         /**
-         * What a transaction pooler needs: a direct URL for the session users, distinct from the pool's URL, and a
-         * pool URL that does not ask for server-side prepared statements itself (the URL's parameters would win over
-         * the provider's {@code prepareThreshold=0}).
+         * Checks every setting and returns the configuration; a setting out of range or a combination that cannot
+         * work is an {@link IllegalArgumentException} naming it.
          */
-        private void checkTransactionPooler() {
-            if (directUrl == null) {
-                throw new IllegalArgumentException("transactionPooler needs directUrl, a URL that reaches PostgreSQL "
-                        + "without the pooler: migrations and schema checks hold a session advisory lock"
-                        + (longPolling ? ", and the long-poll listener's LISTEN (listenerUrl, else directUrl) needs "
-                        + "a session of its own" : "") + "; see docs/pgbouncer.md");
-            }
-            if (jdbcUrl != null && (jdbcUrl.equals(directUrl) || jdbcUrl.equals(listenerUrl))) {
-                throw new IllegalArgumentException((jdbcUrl.equals(directUrl) ? "directUrl" : "listenerUrl")
-                        + " is the same URL as jdbcUrl, which goes through the transaction pooler; point it at "
-                        + "PostgreSQL itself (or at a session-mode pooler)");
-            }
-            if (jdbcUrl != null) {
-                java.util.Properties parsed = org.postgresql.Driver.parseURL(jdbcUrl, null);
-                String threshold = parsed == null ? null : parsed.getProperty("prepareThreshold");
-                if (threshold != null && !threshold.trim().equals("0")) {
-                    throw new IllegalArgumentException("jdbcUrl sets prepareThreshold=" + threshold + ", but with "
-                            + "transactionPooler the pool must not prepare statements on the server: remove the "
-                            + "parameter or set it to 0");
-                }
-            }
-        }
-
-        private static void inRange(String name, int value, int min, int max) {
-            if (value < min || value > max) {
-                throw new IllegalArgumentException(name + " must be in " + min + ".." + max + ", was " + value);
-            }
-        }
-
-        /** Zero or positive and at most {@code max}. */
-        private static void bounded(String name, Duration d, Duration max) {
-            if (d == null || d.isNegative()) {
-                throw new IllegalArgumentException(name + " must be zero or a positive duration, was " + d);
-            }
-            if (d.compareTo(max) > 0) {
-                throw new IllegalArgumentException(name + " must be at most " + max + ", was " + d);
-            }
-        }
-
-        private static void positive(String name, Duration d) {
-            if (d == null || d.isNegative() || d.isZero()) {
-                throw new IllegalArgumentException(name + " must be a positive duration, was " + d);
-            }
+        public PostgresProviderConfig build() {
+            ConfigChecks.check(this);
+            return new PostgresProviderConfig(this);
         }
     }
 }

@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Which transactions wait for their WAL flush: the three claims commit asynchronously and everything that records
- * work (enqueues, acks, turn acks) synchronously. Observed from inside each transaction by a test trigger that records the transaction's
- * {@code synchronous_commit} setting.
+ * work (enqueues, acks, turn acks) synchronously. Observed from inside each transaction by a test trigger that
+ * records the transaction's {@code synchronous_commit} setting.
  */
 class ClaimCommitTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
