@@ -251,9 +251,8 @@ final class Charts {
         all[0] = s.shortMode().value("enqueuesPerSecond");
         all[1] = s.longMode().value("enqueuesPerSecond");
         all[2] = s.longMode().value("announcerTriggersDisabled.enqueuesPerSecond");
-        all[3] = s.longMode().value("transactional.enqueuesPerSecond");
         chart.add(new SvgBars.Bar("all phases of the arm", Svg.LONG_COLOR, all));
         return new Chart("notify-overhead.svg", "Enqueue throughput: no notifications, announcer (triggers skipped "
-                + "or disabled), transactional triggers", s.name(), chart.render());
+                + "or disabled)", s.name(), chart.render());
     }
 }

@@ -39,8 +39,6 @@ final class Hub implements AutoCloseable {
                 .poolSize(Math.max(2, poolSize))
                 .clock(clock)
                 .maxParkedWaiters(4096)
-                .inlineNotifyWhenIdle(!Boolean.getBoolean("pgdurable.bench.noInlineNotify"))
-                .handOverToParkedFetches(!Boolean.getBoolean("pgdurable.bench.noHandOver"))
                 // Off by default as in the library; on for every scenario only for A/B runs of its cost. The
                 // wake scenario sets it itself.
                 .handOverAcrossProcesses(Boolean.getBoolean("pgdurable.bench.handOverAcross"))

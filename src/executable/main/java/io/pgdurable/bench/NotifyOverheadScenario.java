@@ -21,7 +21,7 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * The write-path cost of notifications: enqueue throughput of {@value #CLIENTS} clients on one schema whose
- * long-polling provider stays connected (listening) throughout, in four arms:
+ * long-polling provider stays connected (listening) throughout, in three arms:
  *
  * <ul>
  *   <li>{@code off}: the schema deactivated (triggers disabled), a provider that announces nothing: what a
@@ -29,12 +29,10 @@ import org.postgresql.ds.PGSimpleDataSource;
  *   <li>{@code announcer}: the long-polling provider, which announces every enqueue after its commit, with the
  *       schema's notify triggers enabled and skipped for its writes: the default ({@code long} column);</li>
  *   <li>{@code announcer, triggers disabled}: the same with the triggers disabled by hand, so the
- *       cost of installed-but-skipped triggers is measured, not assumed;</li>
- *   <li>{@code transactional}: a provider with {@code transactionalNotify}, whose enqueues fire the triggers inside
- *       their transactions (the design's path, no crash window).</li>
+ *       cost of installed-but-skipped triggers is measured, not assumed.</li>
  * </ul>
  *
- * An unrecorded warm-up phase comes first; then arms run in a mirrored order (a, b, c, d, d, c, b, a) per round,
+ * An unrecorded warm-up phase comes first; then arms run in a mirrored order (a, b, c, c, b, a) per round,
  * so a drift over the run cancels out; the wait events of the active backends are sampled in every phase.
  */
 final class NotifyOverheadScenario implements Scenario {
@@ -44,8 +42,7 @@ final class NotifyOverheadScenario implements Scenario {
     enum Arm {
         OFF("off", "no notifications"),
         ANNOUNCER("announcer", "announcer (triggers enabled, skipped)"),
-        ANNOUNCER_TRIGGERS_DISABLED("announcerTriggersDisabled", "announcer (triggers disabled)"),
-        TRANSACTIONAL("transactional", "transactional triggers");
+        ANNOUNCER_TRIGGERS_DISABLED("announcerTriggersDisabled", "announcer (triggers disabled)");
 
         final String key;
         final String label;
@@ -56,8 +53,8 @@ final class NotifyOverheadScenario implements Scenario {
         }
     }
 
-    private static final Arm[] ORDER = {Arm.OFF, Arm.ANNOUNCER, Arm.TRANSACTIONAL, Arm.ANNOUNCER_TRIGGERS_DISABLED,
-            Arm.ANNOUNCER_TRIGGERS_DISABLED, Arm.TRANSACTIONAL, Arm.ANNOUNCER, Arm.OFF};
+    private static final Arm[] ORDER = {Arm.OFF, Arm.ANNOUNCER, Arm.ANNOUNCER_TRIGGERS_DISABLED,
+            Arm.ANNOUNCER_TRIGGERS_DISABLED, Arm.ANNOUNCER, Arm.OFF};
 
     @Override
     public String name() {
@@ -71,12 +68,11 @@ final class NotifyOverheadScenario implements Scenario {
 
     private static String description() {
         return CLIENTS + " clients enqueue worker items as fast as they can on one schema whose long-polling provider "
-                + "stays connected (listening) throughout, in four arms: off (the schema deactivated, its triggers "
+                + "stays connected (listening) throughout, in three arms: off (the schema deactivated, its triggers "
                 + "disabled, a provider that announces nothing; column short), announcer (the long-polling provider "
                 + "announces every enqueue after its commit; the notify triggers are enabled and skip its writes; "
-                + "column long), announcer with the triggers disabled by hand, and transactional (a provider "
-                + "with transactionalNotify: the triggers notify inside each enqueue's transaction). Arms run "
-                + "off, announcer, transactional, announcer-triggers-disabled and back in mirrored order per round, after "
+                + "column long), and announcer with the triggers disabled. Arms run "
+                + "off, announcer, announcer-triggers-disabled and back in mirrored order per round, after "
                 + "an unrecorded warm-up phase. "
                 + "Wait events of the active backends are sampled every 50 ms.";
     }
@@ -115,17 +111,13 @@ final class NotifyOverheadScenario implements Scenario {
         }
         ModeResult off = totals.get(Arm.OFF).result(Mode.SHORT, ctx);
         ModeResult on = totals.get(Arm.ANNOUNCER).result(Mode.LONG, ctx);
-        double offRate = totals.get(Arm.OFF).perSecond();
         double announcerRate = totals.get(Arm.ANNOUNCER).perSecond();
-        for (Arm extra : List.of(Arm.ANNOUNCER_TRIGGERS_DISABLED, Arm.TRANSACTIONAL)) {
-            Totals t = totals.get(extra);
-            on.metric(extra.key + ".enqueuesPerSecond", t.perSecond(), "items/s", extra.label)
-                    .latency(extra.key + ".enqueue", t.latency);
-        }
-        on.metric("transactionalRatio", totals.get(Arm.TRANSACTIONAL).perSecond() / offRate, "×",
-                "transactional triggers ÷ no notifications")
-                .metric("skippedTriggersRatio", announcerRate / totals.get(Arm.ANNOUNCER_TRIGGERS_DISABLED).perSecond(),
-                        "×", "announcer with triggers enabled and skipped ÷ announcer with triggers disabled");
+        Totals disabled = totals.get(Arm.ANNOUNCER_TRIGGERS_DISABLED);
+        on.metric(Arm.ANNOUNCER_TRIGGERS_DISABLED.key + ".enqueuesPerSecond", disabled.perSecond(), "items/s",
+                        Arm.ANNOUNCER_TRIGGERS_DISABLED.label)
+                .latency(Arm.ANNOUNCER_TRIGGERS_DISABLED.key + ".enqueue", disabled.latency)
+                .metric("skippedTriggersRatio", announcerRate / disabled.perSecond(), "×",
+                        "announcer with triggers enabled and skipped ÷ announcer with triggers disabled");
         off.detail("phases", phases);
         on.detail("phases", phases);
         Map<String, Object> settings = new LinkedHashMap<>();
@@ -139,8 +131,8 @@ final class NotifyOverheadScenario implements Scenario {
         return new ScenarioResult(name(), title(), description(), settings, off, on, List.of(
                 "Here the short column is a provider that announces nothing (schema deactivated, triggers disabled) "
                         + "and the long column the long-polling provider, which announces every enqueue with the "
-                        + "triggers enabled and skipped; the long column also reports the two other arms "
-                        + "(announcerTriggersDisabled.*, transactional.*) and their ratios."),
+                        + "triggers enabled and skipped; the long column also reports the third arm "
+                        + "(announcerTriggersDisabled.*) and its ratio."),
                 (System.nanoTime() - start) / 1e9);
     }
 
@@ -159,12 +151,6 @@ final class NotifyOverheadScenario implements Scenario {
                     return phase(ctx, hub.provider(), seq, latency, window, arm);
                 } finally {
                     setTriggers(ds, hub.schema(), true);
-                }
-            case TRANSACTIONAL:
-                try (PostgresProvider transactional = PostgresProvider.create(silent.toBuilder()
-                        .transactionalNotify(true).build())) {
-                    Pause.sleep(200);
-                    return phase(ctx, transactional, seq, latency, window, arm);
                 }
             default:
                 migrator.deactivate();

@@ -7,6 +7,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -27,8 +28,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The price: a process that dies between its commit and the announcement leaves the hint unsent; other
  * processes then find the work with their one-second fallback probe. Announcements are advice, never the record.
- * A provider that cannot accept that window (transactionalNotify) has no sender: the schema's notify triggers tell
- * the other processes from inside its transactions, and this class only wakes its own waiters.
+ * An idle announcer narrows that window further: it hands a lone write's payloads back for the write's own
+ * statement ({@link #inlinePayloads}), so they commit with the data.
  */
 public final class Announcer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Announcer.class);
@@ -94,7 +95,6 @@ public final class Announcer implements AutoCloseable {
     private volatile long lastSendNanos = System.nanoTime() - MIN_SEND_INTERVAL_NANOS;
     /** When payloads were last handed out to travel inside a write (System.nanoTime); guarded by {@link #lock}. */
     private long lastInlineNanos = System.nanoTime() - MIN_SEND_INTERVAL_NANOS;
-    private final boolean inline;
     private boolean closed;
     private final Thread thread;
     private long lastWarnNanos = System.nanoTime() - WARN_INTERVAL_NANOS;
@@ -112,41 +112,26 @@ public final class Announcer implements AutoCloseable {
     }
 
     /**
-     * @param origin    names this announcer in its payloads (and in the triggers' payloads of its provider's
-     *                  transactional writes), so its own listener ignores their echo
+     * @param origin    names this announcer in its payloads, so its own listener ignores their echo
      * @param local     this process's long poller, or null (a short-polling provider announces for others only)
-     * @param sender    the provider's NOTIFY statement; null when the schema's triggers tell other processes
+     * @param sender    the provider's NOTIFY statement
      * @param activated whether the schema is activated (hints go to other processes only then), re-read at most
      *                  every {@code recheck} while it says no; null: always send (a long-polling provider, which
      *                  only starts on an activated schema)
      */
     public Announcer(String origin, LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck,
                      String channel, LongPollSignals signals, Clock clock) {
-        this(origin, local, sender, activated, recheck, channel, signals, clock, false);
-    }
-
-    /**
-     * @param inline whether {@link #inlinePayloads} may hand out the payloads of an idle announcer's due hints, so
-     *               they travel inside the writing transaction (see there)
-     */
-    public Announcer(String origin, LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck,
-                     String channel, LongPollSignals signals, Clock clock, boolean inline) {
-        this.inline = inline && sender != null;
         this.origin = origin;
         this.clock = clock;
         this.local = local;
-        this.sender = sender;
+        this.sender = Objects.requireNonNull(sender, "sender");
         this.activated = activated;
         this.recheckNanos = recheck == null ? Long.MAX_VALUE : recheck.toNanos();
         this.signals = signals == null ? LongPollSignals.NONE : signals;
-        this.remote = sender != null && (activated == null || activated.getAsBoolean());
+        this.remote = activated == null || activated.getAsBoolean();
         this.checkedAtNanos = System.nanoTime();
         if (local != null) {
             local.ignoreOrigin(origin);
-        }
-        if (sender == null) {
-            thread = null;
-            return;
         }
         thread = new Thread(this::run, "pgdurable-announcer-" + channel);
         thread.setDaemon(true);
@@ -176,7 +161,7 @@ public final class Announcer implements AutoCloseable {
      * must still {@link #wakeHere} after its commit; on a failed write nothing was sent, as nothing was committed.
      */
     public List<String> inlinePayloads(Collection<Hint> hints, long nowMs) {
-        if (!inline || !remote || hints.isEmpty()) {
+        if (!remote || hints.isEmpty()) {
             return null;
         }
         for (Hint h : hints) {
@@ -221,7 +206,7 @@ public final class Announcer implements AutoCloseable {
             return;
         }
         if (!remote) {
-            if (sender != null && activated != null && System.nanoTime() - checkedAtNanos >= recheckNanos) {
+            if (activated != null && System.nanoTime() - checkedAtNanos >= recheckNanos) {
                 checkedAtNanos = System.nanoTime();
                 lock.lock();
                 try {
@@ -459,9 +444,6 @@ public final class Announcer implements AutoCloseable {
             pendingOrClosed.signalAll();
         } finally {
             lock.unlock();
-        }
-        if (thread == null) {
-            return;
         }
         try {
             thread.join(1000);

@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  */
 final class BatchAcker {
     // The provider's logger name, as before these classes were split out, so logging configuration still applies.
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final Logger LOG = LoggerFactory.getLogger(BatchAcker.class);
     private static final String OP = "ackWorkItem";
     /** Client-side cancel of a batched ack flush that hangs (pgjdbc query timeout, whole seconds). */
     private static final int ACK_FLUSH_TIMEOUT_SECONDS = 30;

@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  */
 final class BatchEnqueuer {
     // The provider's logger name, as before these classes were split out, so logging configuration still applies.
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final Logger LOG = LoggerFactory.getLogger(BatchEnqueuer.class);
 
     private final SqlRunner db;
     private final Statements sql;

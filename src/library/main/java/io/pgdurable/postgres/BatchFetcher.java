@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
  */
 final class BatchFetcher {
     // The provider's logger name, as before these classes were split out, so logging configuration still applies.
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final Logger LOG = LoggerFactory.getLogger(BatchFetcher.class);
 
     /** Pause between claim attempts of a batched fetch waiting for its minimum in short-poll mode. */
     static final long BATCH_POLL_PAUSE_MS = 50;

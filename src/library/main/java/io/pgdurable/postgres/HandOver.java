@@ -9,6 +9,7 @@ import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkItem;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.function.BiConsumer;
 
@@ -76,31 +77,26 @@ final class HandOver {
     private final Leases leases;
     private final BiConsumer<List<Hint>, Long> announce;
 
-    /** @param poller the provider's long poller, or null: nothing is ever handed over */
+    /** @param poller the provider's long poller, whose parked fetches take the items */
     HandOver(LongPoller poller, Leases leases, BiConsumer<List<Hint>, Long> announce) {
-        this.poller = poller;
+        this.poller = Objects.requireNonNull(poller, "poller");
         this.leases = leases;
         this.announce = announce;
     }
 
     /** What a fetch passes to {@link LongPoller#fetch} as what it takes: null when it can only claim. */
-    Taker takerFor(WorkerClaim claim, TagFilter filter) {
-        return poller == null || claim.session() != null ? null : new Taker(claim, filter);
-    }
-
-    /** What an orchestrator fetch passes to {@link LongPoller#fetch}: null when it can only claim. */
-    OrchestrationTaker orchestrationTakerFor(long lockMs, Long minVersion, Long maxVersion) {
-        return poller == null ? null : new OrchestrationTaker(lockMs, minVersion, maxVersion);
+    static Taker takerFor(WorkerClaim claim, TagFilter filter) {
+        return claim.session() != null ? null : new Taker(claim, filter);
     }
 
     /**
-     * Reserves a parked orchestrator fetch for a message visible now, or null (none parked, or hand-over off). The
+     * Reserves a parked orchestrator fetch for a message visible now, or null (none parked). The
      * message's instance is claimed for it in the write's transaction only if that fetch could claim it then: the
      * SQL checks the lock, the start and the version range, and when it cannot, the writer cancels the reservation
      * and announces the message as usual.
      */
     Reservation reserveOrchestration() {
-        if (poller == null || poller.waiting(QueueKind.ORCHESTRATOR) == 0) {
+        if (poller.waiting(QueueKind.ORCHESTRATOR) == 0) {
             return null;
         }
         return poller.reserve(QueueKind.ORCHESTRATOR, t -> t instanceof OrchestrationTaker);
@@ -112,7 +108,7 @@ final class HandOver {
      * looks for a twin only once a fetch was reserved, so a busy provider's turns pay nothing per activity.
      */
     Plan reserve(List<WorkItem> items) {
-        if (poller == null || items.isEmpty() || poller.waiting() == 0) {
+        if (items.isEmpty() || poller.waiting() == 0) {
             return Plan.NONE;
         }
         Plan plan = null;

@@ -16,8 +16,7 @@ import org.slf4j.LoggerFactory;
  * attempt counts); the queues differ only in operation name and statement.
  */
 final class Leases {
-    // The provider's logger name, as before these classes were split out, so logging configuration still applies.
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Leases.class);
 
     private final SqlRunner db;
     private final Statements sql;

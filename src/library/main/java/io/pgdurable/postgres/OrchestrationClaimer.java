@@ -66,20 +66,16 @@ final class OrchestrationClaimer {
         });
     }
 
-    /** Binds a write's own five parameters; a claiming form's four claim parameters follow them. */
-    interface WriteBinder {
-        void bind(PreparedStatement ps) throws SQLException;
-    }
-
     /**
      * Runs a claiming write ({@link Statements#enqueueOrchestratorItemClaiming} or
-     * {@link Statements#ackWorkItemClaiming}): the write, and its message's instance claimed for {@code token} in the
-     * same transaction, for a parked fetch of {@code taker}'s kind (the hand-over). Empty when the instance could not
+     * {@link Statements#ackWorkItemClaiming}, whose own five parameters {@code write} binds): the write, and its
+     * message's instance claimed for {@code token} in the same transaction, for a parked fetch of {@code taker}'s
+     * kind (the hand-over). Empty when the instance could not
      * be claimed then (locked, held, not startable, outside the version range), or when another of its queued
      * messages cannot be decoded: that batch is given back at once, and the fetch meets the error through its own
      * claim, as it would have without the hand-over. The write itself is committed either way.
      */
-    Optional<FetchedOrchestration> writeClaiming(String op, String statement, WriteBinder write, String token,
+    Optional<FetchedOrchestration> writeClaiming(String op, String statement, WritePath.Binder write, String token,
                                                  HandOver.OrchestrationTaker taker) {
         return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(statement)) {

@@ -19,12 +19,14 @@ import java.util.Optional;
  * transaction, so no transaction grows with the size of the task hub.
  */
 final class PostgresAdmin implements ProviderAdmin {
-    private final PostgresProvider provider;
+    private final SqlRunner db;
+    private final InstanceReads reads;
     private final Statements sql;
     private final Clock clock;
 
-    PostgresAdmin(PostgresProvider provider, Statements sql, Clock clock) {
-        this.provider = provider;
+    PostgresAdmin(SqlRunner db, InstanceReads reads, Statements sql, Clock clock) {
+        this.db = db;
+        this.reads = reads;
         this.sql = sql;
         this.clock = clock;
     }
@@ -48,7 +50,7 @@ final class PostgresAdmin implements ProviderAdmin {
         if (limit <= 0) {
             throw ProviderException.permanent(op, "limit must be positive, was " + limit);
         }
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.listInstancesAfter)) {
                 ps.setString(1, after);
                 ps.setString(2, prefix);
@@ -62,7 +64,7 @@ final class PostgresAdmin implements ProviderAdmin {
     public List<Long> listExecutions(String instance) {
         String op = "listExecutions";
         Payloads.notNull(op, "instance", instance);
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.listExecutions)) {
                 ps.setString(1, instance);
                 List<Long> ids = new ArrayList<>();
@@ -78,12 +80,12 @@ final class PostgresAdmin implements ProviderAdmin {
 
     @Override
     public List<Event> readHistoryWithExecutionId(String instance, long executionId) {
-        return provider.readHistory("readHistoryWithExecutionId", instance, executionId);
+        return reads.history("readHistoryWithExecutionId", instance, executionId);
     }
 
     @Override
     public List<Event> readHistory(String instance) {
-        return provider.readHistory("readHistory", instance, latestExecutionId(instance));
+        return reads.history("readHistory", instance, latestExecutionId(instance));
     }
 
     @Override
@@ -95,7 +97,7 @@ final class PostgresAdmin implements ProviderAdmin {
     public InstanceInfo getInstanceInfo(String instance) {
         String op = "getInstanceInfo";
         Payloads.notNull(op, "instance", instance);
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.getInstanceInfo)) {
                 ps.setString(1, instance);
                 try (ResultSet rs = ps.executeQuery()) {
@@ -112,7 +114,7 @@ final class PostgresAdmin implements ProviderAdmin {
     public ExecutionInfo getExecutionInfo(String instance, long executionId) {
         String op = "getExecutionInfo";
         Payloads.notNull(op, "instance", instance);
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.getExecutionInfo)) {
                 ps.setString(1, instance);
                 ps.setLong(2, executionId);
@@ -129,7 +131,7 @@ final class PostgresAdmin implements ProviderAdmin {
 
     @Override
     public SystemMetrics getSystemMetrics() {
-        return provider.call("getSystemMetrics", c -> {
+        return db.call("getSystemMetrics", c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.getSystemMetrics); ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return new SystemMetrics(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5),
@@ -141,7 +143,7 @@ final class PostgresAdmin implements ProviderAdmin {
     @Override
     public QueueDepths getQueueDepths() {
         long now = clock.millis();
-        return provider.call("getQueueDepths", c -> {
+        return db.call("getQueueDepths", c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.getQueueDepths)) {
                 ps.setLong(1, now);
                 try (ResultSet rs = ps.executeQuery()) {
@@ -162,7 +164,7 @@ final class PostgresAdmin implements ProviderAdmin {
     public Optional<String> getParentId(String instanceId) {
         String op = "getParentId";
         Payloads.notNull(op, "instanceId", instanceId);
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.getParentId)) {
                 ps.setString(1, instanceId);
                 try (ResultSet rs = ps.executeQuery()) {
@@ -209,7 +211,7 @@ final class PostgresAdmin implements ProviderAdmin {
             return DeleteInstanceResult.NONE;
         }
         String[] idArray = ids.toArray(new String[0]);
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(statement)) {
                 ps.setArray(1, c.createArrayOf("text", idArray));
                 ps.setBoolean(2, force);
@@ -240,7 +242,7 @@ final class PostgresAdmin implements ProviderAdmin {
         String op = "pruneExecutions";
         Payloads.notNull(op, "instanceId", instanceId);
         Payloads.notNull(op, "options", options);
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql.pruneExecutions)) {
                 ps.setString(1, instanceId);
                 if (options.keepLast().isPresent()) {
@@ -277,7 +279,7 @@ final class PostgresAdmin implements ProviderAdmin {
         if (limit < 0) {
             throw ProviderException.permanent(op, "limit must not be negative, was " + limit);
         }
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(statement)) {
                 Array ids = filter.instanceIds().isPresent()
                         ? c.createArrayOf("text", filter.instanceIds().get().toArray(new String[0])) : null;
@@ -294,7 +296,7 @@ final class PostgresAdmin implements ProviderAdmin {
     }
 
     private List<String> strings(String op, String statement, String param) {
-        return provider.call(op, c -> {
+        return db.call(op, c -> {
             try (PreparedStatement ps = c.prepareStatement(statement)) {
                 ps.setString(1, param);
                 return collect(ps);

@@ -1,13 +1,10 @@
 package io.pgdurable.postgres;
 
-import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
-import static io.pgdurable.postgres.SqlRunner.singleInt;
-import static io.pgdurable.postgres.SqlRunner.strings;
-
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import com.zaxxer.hikari.metrics.MetricsTrackerFactory;
-import io.pgdurable.internal.Json;
+import io.pgdurable.longpoll.Announcer;
+import io.pgdurable.longpoll.LongPollSignals;
+import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.CustomStatus;
 import io.pgdurable.spi.DispatcherCapabilityFilter;
@@ -19,7 +16,6 @@ import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.ProviderAdmin;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.ScheduledActivityIdentifier;
-import io.pgdurable.spi.SemverRange;
 import io.pgdurable.spi.SessionFetchConfig;
 import io.pgdurable.spi.SystemStats;
 import io.pgdurable.spi.TagFilter;
@@ -28,36 +24,14 @@ import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
-import java.util.function.Supplier;
 import javax.sql.DataSource;
-import io.pgdurable.longpoll.Announcer;
-import io.pgdurable.longpoll.Hint;
-import io.pgdurable.longpoll.LongPollSignals;
-import io.pgdurable.longpoll.LongPoller;
-import io.pgdurable.longpoll.NotificationListener;
-import io.pgdurable.longpoll.NotifyChannel;
-import io.pgdurable.longpoll.PgjdbcListener;
-import io.pgdurable.longpoll.PgjdbcNgListener;
-import io.pgdurable.longpoll.QueueKind;
-import io.pgdurable.longpoll.Reservation;
-import io.pgdurable.longpoll.Route;
-import java.net.URLEncoder;
-import java.nio.charset.StandardCharsets;
-import org.postgresql.PGConnection;
-import org.postgresql.ds.PGSimpleDataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,10 +42,10 @@ import org.slf4j.LoggerFactory;
  * minimum of items: in short-poll mode it repeats its claim every {@value BatchFetcher#BATCH_POLL_PAUSE_MS} ms
  * within its {@code maxWait}.
  *
- * <p>This class wires the parts together and keeps the single-item operations; batching (docs/batching.md) lives in
- * {@link BatchFetcher}, {@link BatchEnqueuer} and {@link BatchAcker}, the lock-token operations in {@link Leases},
- * the orchestrator claim in {@link OrchestrationClaimer}, and connection handling and error mapping in
- * {@link SqlRunner}.
+ * <p>This class builds the parts and hands each operation to the one that owns it: the orchestrator queue
+ * ({@link OrchestratorQueue}), the worker queue and sessions ({@link WorkerQueue}), history and state reads
+ * ({@link InstanceReads}) and management ({@link PostgresAdmin}). How a write reaches the fetches waiting for it is
+ * chosen here once, as the provider's {@link WritePath}; connections come from {@link ProviderConnections}.
  */
 public final class PostgresProvider implements OrchestrationProvider {
     private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
@@ -81,106 +55,62 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final RenewingPool ownedPool;
     private final SqlRunner db;
     private final Statements sql;
-    private final Clock clock;
-    private final Payloads payloads;
-    private final PostgresAdmin admin;
     private final LongPoller longPoller;
     private final Announcer announcer;
-    /** The task hub's notification channel (a value passed to pg_notify, never spliced into SQL). */
-    private final String channel;
-    private final Leases leases;
-    private final OrchestrationClaimer orchestrations;
-    private final BatchFetcher batchFetcher;
-    private final BatchEnqueuer batchEnqueuer;
-    private final HandOver handOver;
     /** Hand-over across processes, the parked side; null unless configured with long polling. */
     private final RemoteHandOver remoteHandOver;
-    /** Whether {@code enqueueForWorker} offers items to other processes' parked fetches. */
-    private final boolean offersAcross;
-    /** This provider's announcer origin: names it in announcements and in hand-overs across processes. */
-    private final String origin;
-    /** Turns handed out by this provider and not yet ended; consulted only with long polling (local wakes). */
-    private final TurnsInProgress turns = new TurnsInProgress();
-    /** Acks in one call per list ({@link #ackWorkItems}) and, with {@code ackBatchSize} above 1, grouped single acks. */
     private final BatchAcker acker;
     private final ProviderMetrics.Observer observer;
+    private final OrchestratorQueue orchestrators;
+    private final WorkerQueue workers;
+    private final InstanceReads reads;
+    private final PostgresAdmin admin;
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
-        this.clock = config.clock();
-        this.payloads = new Payloads(config.maxPayloadBytes());
+        Clock clock = config.clock();
+        Payloads payloads = new Payloads(config.maxPayloadBytes());
+        // This provider's announcer origin: names it in announcements and in hand-overs across processes.
         String origin = Announcer.newOrigin();
-        this.origin = origin;
-        this.offersAcross = config.handOverAcrossProcesses() && !config.transactionalNotify();
-        // Only fetches that take in-process hand-overs can take one from another process.
-        boolean takesAcross = offersAcross && config.handOverToParkedFetches();
-        this.sql = new Statements(config.schema(), origin, config.transactionalNotify(), config.asyncClaimCommit());
-        this.admin = new PostgresAdmin(this, sql, clock);
+        this.sql = new Statements(config.schema());
         this.observer = Objects.requireNonNull(config.metrics().open(config.schema()), "metrics observer");
         DataSource dataSource;
         if (config.dataSource() != null) {
             dataSource = config.dataSource();
             this.ownedPool = null;
             if (config.transactionPooler()) {
-                checkNoServerPrepares(dataSource);
+                ProviderConnections.checkNoServerPrepares(dataSource);
             }
         } else {
-            MetricsTrackerFactory poolMetrics = observer.poolMetrics();
-            RenewingPool pool;
             try {
-                pool = new RenewingPool(() -> withMetrics(openPool(config), poolMetrics), probeSource(config),
-                        Math.max(250, config.connectionTimeout().toMillis()));
+                this.ownedPool = ProviderConnections.ownedPool(config, observer.poolMetrics());
             } catch (RuntimeException e) {
                 observer.closed();
                 throw e;
             }
-            this.ownedPool = pool;
             dataSource = ownedPool;
         }
         this.db = new SqlRunner(dataSource, observer);
         // Observer.NONE is not LongPollSignals.NONE: without metrics the configured signals go on alone.
         LongPollSignals signals = observer == ProviderMetrics.Observer.NONE ? config.longPollSignals()
                 : LongPollSignals.both(config.longPollSignals(), observer);
+        String channel = NotifyChannel.forSchema(config.schema());
         LongPoller poller = null;
         Announcer announcing = null;
         try {
-            SchemaMigrator migrator = new SchemaMigrator(migrationSource(config), config);
-            if (config.migrationPolicy() == MigrationPolicy.APPLY_ALL) {
-                migrator.applyAll(config.longPolling());
-            } else {
-                migrator.verify();
-                if (config.longPolling() && !migrator.activated()) {
-                    throw ProviderException.permanent("verify", "long polling is on but schema '" + config.schema()
-                            + "' was never activated and VERIFY_ONLY changes nothing; run `pgdurable activate` or "
-                            + "start one provider with APPLY_ALL and long polling");
-                }
-                if (config.longPolling()) {
-                    SchemaMigrator.NotifyTriggers triggers = migrator.notifyTriggers();
-                    if (!triggers.allEnabled()) {
-                        LOG.warn("pgdurable: schema {} is activated but its notify triggers are {}; writes by other "
-                                + "than pgdurable providers reach parked fetches through the fallback probe only "
-                                + "until `pgdurable activate` runs again", config.schema(), triggers.describe());
-                    }
-                }
-            }
-            String channel = NotifyChannel.forSchema(config.schema());
-            this.channel = channel;
+            prepareSchema(config);
             if (config.longPolling()) {
                 poller = new LongPoller(new LongPoller.Settings(config.fallbackPollInterval(),
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
                         config.heartbeatInterval(), config.maxTrackedDeadlines(), config.timerLead()), clock,
                         new PostgresWorkScanner(dataSource, sql, config.timerScanTimeout()),
-                        listener(config, takesAcross),
-                        channel, signals);
+                        ProviderConnections.listener(config, config.handOverAcrossProcesses()), channel, signals);
                 poller.start();
             }
-            // With transactionalNotify the schema's triggers tell other processes from inside each transaction.
-            Announcer.Sender sender = config.transactionalNotify() ? null
-                    : announcements -> sendAnnouncements(dataSource, channel, announcements);
-            announcing = new Announcer(origin, poller, sender,
+            announcing = new Announcer(origin, poller,
+                    announcements -> sendAnnouncements(dataSource, channel, announcements),
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
-                    SchemaMigrator.ACTIVATION_RECHECK,
-                    channel, signals, clock, config.inlineNotifyWhenIdle());
+                    SchemaMigrator.ACTIVATION_RECHECK, channel, signals, clock);
         } catch (RuntimeException e) {
             if (announcing != null) {
                 announcing.close();
@@ -197,25 +127,62 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         this.longPoller = poller;
         this.announcer = announcing;
-        this.leases = new Leases(db, sql, clock, announcer::announce);
-        this.orchestrations = new OrchestrationClaimer(db, sql, clock, leases);
-        this.handOver = new HandOver(config.handOverToParkedFetches() && !config.transactionalNotify() ? longPoller
-                : null, leases, announcer::announce);
-        this.remoteHandOver = longPoller != null && takesAcross
+        Leases leases = new Leases(db, sql, clock, announcer::announce);
+        OrchestrationClaimer claimer = new OrchestrationClaimer(db, sql, clock, leases);
+        WriteAnnouncements announcements = new WriteAnnouncements(announcer, new TurnsInProgress(), channel);
+        WritePath writes = new AnnouncedWrites(db, sql, announcements);
+        if (config.handOverAcrossProcesses()) {
+            writes = new OfferedWrites(writes, db, sql, announcements, origin);
+        }
+        if (longPoller != null) {
+            writes = new HandedOverWrites(writes, db, sql, new HandOver(longPoller, leases, announcer::announce),
+                    claimer, leases, announcements);
+        }
+        this.remoteHandOver = longPoller != null && config.handOverAcrossProcesses()
                 ? new RemoteHandOver(db, sql, clock, longPoller, leases, origin, config.schema(), announcer::announce,
                         signals)
                 : null;
         if (remoteHandOver != null) {
             remoteHandOver.start();
         }
-        this.batchFetcher = new BatchFetcher(db, sql, clock, leases, config.fetchBatchMaxBytes(), longPoller,
-                announcer::announce);
-        this.batchEnqueuer = new BatchEnqueuer(db, sql, payloads, clock, config.enqueueChunkItems(),
+        BatchEnqueuer batchEnqueuer = new BatchEnqueuer(db, sql, payloads, clock, config.enqueueChunkItems(),
                 config.enqueueChunkBytes(), config.enqueueRetryBudget(), announcer::announce);
         this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
                 config.connectionTimeout(), announcer::announce);
+        this.orchestrators = new OrchestratorQueue(sql, clock, payloads, claimer, leases, longPoller, writes,
+                announcements, batchEnqueuer);
+        this.workers = new WorkerQueue(db, sql, clock, payloads, leases, longPoller, writes, announcements,
+                new BatchFetcher(db, sql, clock, leases, config.fetchBatchMaxBytes(), longPoller,
+                        announcer::announce),
+                batchEnqueuer, acker);
+        this.reads = new InstanceReads(db, sql, clock, payloads);
+        this.admin = new PostgresAdmin(db, reads, sql, clock);
         this.acker.start();
         observer.started(this);
+    }
+
+    /** Migrates or verifies the schema as configured; a long-polling provider needs it activated. */
+    private static void prepareSchema(PostgresProviderConfig config) {
+        SchemaMigrator migrator = new SchemaMigrator(ProviderConnections.migrationSource(config), config);
+        if (config.migrationPolicy() == MigrationPolicy.APPLY_ALL) {
+            migrator.applyAll(config.longPolling());
+            return;
+        }
+        migrator.verify();
+        if (!config.longPolling()) {
+            return;
+        }
+        if (!migrator.activated()) {
+            throw ProviderException.permanent("verify", "long polling is on but schema '" + config.schema()
+                    + "' was never activated and VERIFY_ONLY changes nothing; run `pgdurable activate` or "
+                    + "start one provider with APPLY_ALL and long polling");
+        }
+        SchemaMigrator.NotifyTriggers triggers = migrator.notifyTriggers();
+        if (!triggers.allEnabled()) {
+            LOG.warn("pgdurable: schema {} is activated but its notify triggers are {}; writes by other "
+                    + "than pgdurable providers reach parked fetches through the fallback probe only "
+                    + "until `pgdurable activate` runs again", config.schema(), triggers.describe());
+        }
     }
 
     /**
@@ -232,110 +199,9 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
     }
 
-    /**
-     * A pool (the first or a renewed one) reporting to the metrics' tracker, when there is one: a running HikariCP
-     * pool takes its tracker once.
-     */
-    private static HikariDataSource withMetrics(HikariDataSource pool, MetricsTrackerFactory poolMetrics) {
-        if (poolMetrics != null) {
-            pool.setMetricsTrackerFactory(poolMetrics);
-        }
-        return pool;
-    }
-
-    /** @param livenessLock whether the listener's sessions hold a liveness lock (hand-over across processes) */
-    private static NotificationListener listener(PostgresProviderConfig config, boolean livenessLock) {
-        String url = withCredentials(config.effectiveListenerUrl(), config.username(), config.password());
-        return config.listenerDriver() == PostgresProviderConfig.ListenerDriver.PGJDBC
-                ? new PgjdbcListener(url, PgjdbcListener.DEFAULT_CONNECT_TIMEOUT, livenessLock)
-                : new PgjdbcNgListener(url, PgjdbcNgListener.DEFAULT_CONNECT_TIMEOUT, livenessLock);
-    }
-
-    /** Credentials configured beside the URL travel inside it for the listener's own connection. */
-    private static String withCredentials(String url, String user, String password) {
-        StringBuilder sb = new StringBuilder(url);
-        char sep = url.contains("?") ? '&' : '?';
-        if (user != null && !url.contains("user=")) {
-            sb.append(sep).append("user=").append(URLEncoder.encode(user, StandardCharsets.UTF_8));
-            sep = '&';
-        }
-        if (password != null && !url.contains("password=")) {
-            sb.append(sep).append("password=").append(URLEncoder.encode(password, StandardCharsets.UTF_8));
-        }
-        return sb.toString();
-    }
-
     /** Connects, migrates or verifies the schema according to the configuration, and returns a ready provider. */
     public static PostgresProvider create(PostgresProviderConfig config) {
         return new PostgresProvider(config);
-    }
-
-    /**
-     * Migrations hold one connection for the advisory lock while Flyway works on others, so they do not borrow from
-     * the provider's pool (a pool of one would deadlock); with a URL they open short-lived connections of their own.
-     * The lock is a session lock and Flyway sets {@code search_path}, so behind a transaction pooler they must reach
-     * the server directly: {@code directUrl}, whenever it is set.
-     */
-    private static DataSource migrationSource(PostgresProviderConfig config) {
-        if (config.directUrl() != null) {
-            PGSimpleDataSource direct = new PGSimpleDataSource();
-            direct.setURL(withCredentials(config.directUrl(), config.username(), config.password()));
-            direct.setApplicationName("pgdurable-migrate");
-            return direct;
-        }
-        if (config.dataSource() != null) {
-            return config.dataSource();
-        }
-        return unpooledSource(config, "pgdurable-migrate");
-    }
-
-    /**
-     * The pool's "is the server back?" connection (see {@link RenewingPool}): it goes where the pool's connections go
-     * ({@code jdbcUrl}, through a pooler if there is one) and answers or fails within seconds.
-     */
-    private static DataSource probeSource(PostgresProviderConfig config) {
-        PGSimpleDataSource probe = unpooledSource(config, "pgdurable-probe");
-        probe.setConnectTimeout(2);
-        probe.setLoginTimeout(2);
-        return probe;
-    }
-
-    /** One connection at a time to {@code jdbcUrl}, outside the pool, named {@code applicationName}. */
-    private static PGSimpleDataSource unpooledSource(PostgresProviderConfig config, String applicationName) {
-        PGSimpleDataSource direct = new PGSimpleDataSource();
-        direct.setURL(config.jdbcUrl());
-        if (config.username() != null) {
-            direct.setUser(config.username());
-        }
-        if (config.password() != null) {
-            direct.setPassword(config.password());
-        }
-        direct.setApplicationName(applicationName);
-        return direct;
-    }
-
-    /**
-     * A DataSource we do not own cannot be reconfigured, so behind a transaction pooler its connections must already
-     * prepare nothing on the server; otherwise the first busy minute fails with "prepared statement S_n already
-     * exists". Only pgjdbc connections can be asked; others are taken on trust (docs/pgbouncer.md).
-     */
-    private static void checkNoServerPrepares(DataSource dataSource) {
-        try (Connection c = dataSource.getConnection()) {
-            if (c.isWrapperFor(PGConnection.class)) {
-                int threshold = c.unwrap(PGConnection.class).getPrepareThreshold();
-                if (threshold != 0) {
-                    throw ProviderException.permanent("connect", "transactionPooler is on, but the DataSource's "
-                            + "connections prepare statements on the server (pgjdbc prepareThreshold=" + threshold
-                            + "); set prepareThreshold=0 on the DataSource (a URL parameter or a data source "
-                            + "property), see docs/pgbouncer.md");
-                }
-            } else {
-                LOG.info("pgdurable: transactionPooler is on and the DataSource's connections are not pgjdbc's; "
-                        + "make sure they prepare no statement on the server (docs/pgbouncer.md)");
-            }
-        } catch (SQLException e) {
-            throw SqlErrors.translate("connect", e);
-        }
     }
 
     /**
@@ -345,40 +211,7 @@ public final class PostgresProvider implements OrchestrationProvider {
      * login or a missing database, retryable when the server does not answer. The caller closes the pool.
      */
     public static HikariDataSource openPool(PostgresProviderConfig config) {
-        HikariConfig hc = new HikariConfig();
-        hc.setJdbcUrl(config.jdbcUrl());
-        if (config.username() != null) {
-            hc.setUsername(config.username());
-        }
-        if (config.password() != null) {
-            hc.setPassword(config.password());
-        }
-        hc.setPoolName("pgdurable-" + config.schema());
-        hc.setMaximumPoolSize(config.poolSize());
-        hc.setMinimumIdle(Math.min(2, config.poolSize()));
-        hc.setConnectionTimeout(Math.max(250, config.connectionTimeout().toMillis()));
-        hc.setAutoCommit(true);
-        hc.addDataSourceProperty("ApplicationName", "pgdurable");
-        if (config.transactionPooler()) {
-            // A named server-side statement lives in the server session, which a transaction pooler hands to other
-            // clients after every transaction: unnamed statements only. Assuming a 9.0+ server puts
-            // extra_float_digits and application_name in the startup packet instead of session SETs that would stay
-            // behind on whichever server connection ran them.
-            hc.addDataSourceProperty("prepareThreshold", "0");
-            hc.addDataSourceProperty("assumeMinServerVersion", "9.0");
-        }
-        try {
-            return new HikariDataSource(hc);
-        } catch (RuntimeException e) {
-            Throwable cause = e.getCause() != null ? e.getCause() : e;
-            // A refused connection (a missing database, failed authentication) stays refused however often it is
-            // tried: classified like any other database error. Anything else (no answer at all) may pass.
-            SQLException sql = cause instanceof SQLException s ? s : null;
-            String state = sql == null ? null : sql.getSQLState();
-            throw new ProviderException("connect", "cannot open a connection pool to "
-                    + PostgresProviderConfig.redactUrl(config.jdbcUrl()) + ": " + SqlErrors.connectFailure(cause),
-                    sql == null || SqlErrors.isRetryable(sql, state), state, e);
-        }
+        return ProviderConnections.openPool(config);
     }
 
     public PostgresProviderConfig config() {
@@ -400,35 +233,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     @Override
     public Optional<FetchedOrchestration> fetchOrchestrationItem(Duration lockTimeout, Duration pollTimeout,
                                                                  DispatcherCapabilityFilter filter) {
-        String op = "fetchOrchestrationItem";
-        long lockMs = Payloads.positiveMillis(op, "lockTimeout", lockTimeout);
-        Long minVersion = null;
-        Long maxVersion = null;
-        if (filter != null) {
-            if (filter.supportedVersions().isEmpty()) {
-                return Optional.empty(); // supports no version at all
-            }
-            SemverRange range = filter.supportedVersions().get(0);
-            minVersion = range.min().packed();
-            maxVersion = range.max().packed();
-        }
-        Long min = minVersion;
-        Long max = maxVersion;
-        LongPoller.Claim<FetchedOrchestration> claim = visibleBy -> {
-            long now = clock.millis();
-            Optional<FetchedOrchestration> got = orchestrations.claim(op, now, Math.max(now, visibleBy), lockMs, min,
-                    max);
-            if (got.isPresent()) {
-                if (longPoller != null) {
-                    turns.started(got.get().item().instance(), got.get().lockToken(), now + lockMs, now);
-                }
-                announcer.announce(Announcements.orchestrationLease(now + lockMs), now);
-            }
-            return got;
-        };
-        return longPoller == null ? claim.attempt(LongPoller.Claim.NOW)
-                : longPoller.fetchClaimingAhead(QueueKind.ORCHESTRATOR, Route.ORCHESTRATOR, Arrays.asList(min, max),
-                        handOver.orchestrationTakerFor(lockMs, min, max), pollTimeout, op, claim);
+        return orchestrators.fetch(lockTimeout, pollTimeout, filter);
     }
 
     @Override
@@ -436,432 +241,23 @@ public final class PostgresProvider implements OrchestrationProvider {
                                      List<WorkItem> workerItems, List<WorkItem> orchestratorItems,
                                      ExecutionMetadata metadata,
                                      List<ScheduledActivityIdentifier> cancelledActivities) {
-        String op = TurnEncoder.OP;
-        Payloads.notNull(op, "lockToken", lockToken);
-        long now = clock.millis();
-        TurnEncoder t = new TurnEncoder(payloads, now, executionId, historyDelta, workerItems, orchestratorItems,
-                metadata, cancelledActivities);
-        // What the turn's own items make claimable is known before the ack; messages that arrived during the turn
-        // (lateMessagesAt) only from its result, so those always take the announcer's path.
-        // Activities handed over to this provider's parked fetches are leased in the turn's transaction: nobody else
-        // is told of them, and the turn's announcement then always takes the announcer's path.
-        HandOver.Plan plan = handOver.reserve(workerItems);
-        List<WorkItem> announcedWorkers = plan.unhanded(workerItems);
-        List<Hint> itemHints = Announcements.turn(now, announcedWorkers, t.orchInstances, t.orchVisibleAt, null);
-        List<String> inline = plan.isEmpty() ? announcer.inlinePayloads(itemHints, now) : null;
-        Long lateMessagesAt;
-        try {
-            if (plan.isEmpty()) {
-                lateMessagesAt = ackTurn(op, lockToken, now, executionId, metadata, t, inline);
-            } else {
-                Set<String> applied = new HashSet<>();
-                lateMessagesAt = ackTurnHandingOver(op, lockToken, now, executionId, metadata, t, plan, applied);
-                handOver.delivered(plan, workerItems, now, applied);
-            }
-        } catch (RuntimeException e) {
-            handOver.failed(plan);
-            endTurn(lockToken, now);
-            throw e;
-        }
-        // The turn ends before its announcement goes out, so a wake deferred to it is either covered by the claim
-        // that announcement leads to or given here (see TurnsInProgress).
-        boolean deferred = longPoller != null && turns.end(lockToken);
-        if (inline == null) {
-            announcer.announce(Announcements.turn(now, announcedWorkers, t.orchInstances, t.orchVisibleAt,
-                    lateMessagesAt), now);
-        } else {
-            announcer.wakeHere(itemHints, now);
-            if (lateMessagesAt != null) {
-                announcer.announce(Announcements.orchestratorMessage(lateMessagesAt), now);
-            }
-        }
-        if (deferred && lateMessagesAt == null) {
-            announcer.wakeHere(Announcements.orchestratorMessage(now), now);
-        }
-    }
-
-    private Long ackTurn(String op, String lockToken, long now, long executionId, ExecutionMetadata metadata,
-                         TurnEncoder t, List<String> inline) {
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.ackOrchestrationItem
-                    : sql.ackOrchestrationItemNotifying)) {
-                int i = bindTurn(c, ps, lockToken, now, executionId, metadata, t);
-                bindInline(c, ps, i, inline);
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    long next = rs.getLong(1);
-                    return rs.wasNull() ? null : next;
-                }
-            }
-        });
-    }
-
-    /** {@link #ackTurn} leasing the planned activities to their fetches' tokens; those applied go to {@code applied}. */
-    private Long ackTurnHandingOver(String op, String lockToken, long now, long executionId,
-                                    ExecutionMetadata metadata, TurnEncoder t, HandOver.Plan plan,
-                                    Set<String> applied) {
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.ackOrchestrationItemHandingOver)) {
-                int i = bindTurn(c, ps, lockToken, now, executionId, metadata, t);
-                ps.setArray(i++, c.createArrayOf("text", plan.tokens));
-                ps.setArray(i, c.createArrayOf("bigint", plan.lockMs));
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    long next = rs.getLong(1);
-                    Long nextVisible = rs.wasNull() ? null : next;
-                    applied.clear();
-                    applied.addAll(Arrays.asList(strings(rs.getArray(2))));
-                    return nextVisible;
-                }
-            }
-        });
-    }
-
-    /** Binds a turn's 31 arguments from the first; returns the next parameter index. */
-    private static int bindTurn(Connection c, PreparedStatement ps, String lockToken, long now, long executionId,
-                                ExecutionMetadata metadata, TurnEncoder t) throws SQLException {
-        int i = 1;
-        ps.setString(i++, lockToken);
-        ps.setLong(i++, now);
-        ps.setLong(i++, executionId);
-        ps.setArray(i++, c.createArrayOf("bigint", t.eventIds));
-        ps.setArray(i++, c.createArrayOf("text", t.eventTypes));
-        ps.setArray(i++, c.createArrayOf("text", t.eventData));
-        ps.setArray(i++, c.createArrayOf("text", t.workerItems));
-        ps.setArray(i++, c.createArrayOf("text", t.workerInstances));
-        ps.setArray(i++, c.createArrayOf("bigint", t.workerExecutions));
-        ps.setArray(i++, c.createArrayOf("bigint", t.workerActivities));
-        ps.setArray(i++, c.createArrayOf("text", t.workerSessions));
-        ps.setArray(i++, c.createArrayOf("text", t.workerTags));
-        ps.setArray(i++, c.createArrayOf("text", t.orchInstances));
-        ps.setArray(i++, c.createArrayOf("text", t.orchKinds));
-        ps.setArray(i++, c.createArrayOf("text", t.orchItems));
-        ps.setArray(i++, c.createArrayOf("bigint", t.orchVisibleAt));
-        ps.setString(i++, metadata.status());
-        ps.setString(i++, metadata.output());
-        ps.setString(i++, metadata.orchestrationName());
-        ps.setString(i++, metadata.orchestrationVersion());
-        ps.setString(i++, metadata.parentInstanceId());
-        setLongOrNull(ps, i++, t.pinnedVersion);
-        ps.setInt(i++, t.customStatusAction);
-        ps.setString(i++, t.customStatus);
-        ps.setArray(i++, c.createArrayOf("text", t.kvOps));
-        ps.setArray(i++, c.createArrayOf("text", t.kvKeys));
-        ps.setArray(i++, c.createArrayOf("text", t.kvValues));
-        ps.setArray(i++, c.createArrayOf("bigint", t.kvUpdatedMs));
-        ps.setArray(i++, c.createArrayOf("text", t.cancelInstances));
-        ps.setArray(i++, c.createArrayOf("bigint", t.cancelExecutions));
-        ps.setArray(i++, c.createArrayOf("bigint", t.cancelActivities));
-        return i;
+        orchestrators.ack(lockToken, executionId, historyDelta, workerItems, orchestratorItems, metadata,
+                cancelledActivities);
     }
 
     @Override
     public void abandonOrchestrationItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        long now;
-        try {
-            now = leases.abandonOrchestrationItem(lockToken, delay, ignoreAttempt);
-        } catch (RuntimeException e) {
-            endTurn(lockToken, clock.millis());
-            throw e;
-        }
-        endTurn(lockToken, now);
+        orchestrators.abandon(lockToken, delay, ignoreAttempt);
     }
 
     @Override
     public void renewOrchestrationItemLock(String lockToken, Duration extendFor) {
-        long until = leases.renewOrchestrationItemLock(lockToken, extendFor);
-        if (longPoller != null) {
-            turns.renewed(lockToken, until);
-        }
-    }
-
-    /** A turn ended without its ack's announcement (abandoned, or the ack failed): gives a wake deferred to it. */
-    private void endTurn(String lockToken, long now) {
-        if (longPoller != null && lockToken != null && turns.end(lockToken)) {
-            announcer.wakeHere(Announcements.orchestratorMessage(now), now);
-        }
-    }
-
-    /**
-     * Announces a message for {@code instance}, claimable at {@code visibleAt}: while a turn of this provider holds
-     * the instance, the local wake for a message due now waits for that turn's end (see {@link TurnsInProgress});
-     * others are told now.
-     */
-    private void announceMessageFor(String instance, long visibleAt, long now, boolean othersTold) {
-        List<Hint> hints = Announcements.orchestratorMessage(visibleAt);
-        if (!(visibleAt <= now && longPoller != null && turns.defer(instance, now))) {
-            announcer.wakeHere(hints, now);
-        }
-        if (!othersTold) {
-            announcer.tellOthers(hints, now);
-        }
-    }
-
-    /** After a write's commit: its hints to this process's waiters, and to the others unless they went inline. */
-    private void announced(List<Hint> hints, long now, List<String> inline) {
-        if (inline == null) {
-            announcer.announce(hints, now);
-        } else {
-            announcer.wakeHere(hints, now);
-        }
-    }
-
-    /** Binds the channel and payloads of a notifying statement at {@code first}; nothing without inline payloads. */
-    private void bindInline(Connection c, PreparedStatement ps, int first, List<String> inline) throws SQLException {
-        if (inline != null) {
-            ps.setString(first, channel);
-            ps.setArray(first + 1, c.createArrayOf("text", inline.toArray()));
-        }
+        orchestrators.renew(lockToken, extendFor);
     }
 
     @Override
     public void enqueueForOrchestrator(WorkItem item, Duration delay) {
-        String op = "enqueueForOrchestrator";
-        String json = payloads.encode(op, "item", item);
-        if (item instanceof WorkItem.ActivityExecute) {
-            throw ProviderException.permanent(op, "ActivityExecute belongs on the worker queue; use enqueueForWorker");
-        }
-        long delayMs = Payloads.delayMillis(op, delay);
-        long now = clock.millis();
-        long visibleAt = now + delayMs;
-        if (item instanceof WorkItem.TimerFired t && t.fireAtMs() > 0) {
-            visibleAt = Math.max(t.fireAtMs(), visibleAt);
-        }
-        long visible = visibleAt;
-        // The enqueue's five arguments, as the plain, notifying and claiming forms all take them.
-        OrchestrationClaimer.WriteBinder enqueue = ps -> {
-            ps.setString(1, item.instance());
-            ps.setString(2, item.kind());
-            ps.setString(3, json);
-            ps.setLong(4, visible);
-            ps.setLong(5, now);
-        };
-        Reservation parked = visible <= now ? reserveOrchestrationFor(item.instance(), now) : null;
-        if (parked != null) {
-            writeClaimingFor(parked, op, sql.enqueueOrchestratorItemClaiming, enqueue, item.instance(), now);
-            return;
-        }
-        List<String> inline = announcer.inlinePayloads(Announcements.orchestratorMessage(visible), now);
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueOrchestratorItem
-                    : sql.enqueueOrchestratorItemNotifying)) {
-                enqueue.bind(ps);
-                bindInline(c, ps, 6, inline);
-                ps.execute();
-                return null;
-            }
-        });
-        announceMessageFor(item.instance(), visible, now, inline != null);
-    }
-
-    /**
-     * A parked orchestrator fetch of this provider reserved for a message of {@code instance} claimable now, or null:
-     * none is parked, hand-over is off, or a turn of this provider holds the instance (the claim could not succeed).
-     */
-    private Reservation reserveOrchestrationFor(String instance, long now) {
-        return turns.holds(instance, now) ? null : handOver.reserveOrchestration();
-    }
-
-    /**
-     * A write of a message for {@code instance} that also claims the instance for the reserved parked fetch, then
-     * hands the batch to it with the turn registered and its lease end announced, as a claim would. When the instance
-     * could not be claimed, the message is announced as usual; when the fetch stopped waiting meanwhile, the claim is
-     * released.
-     */
-    private void writeClaimingFor(Reservation parked, String op, String statement,
-                                  OrchestrationClaimer.WriteBinder write, String instance, long now) {
-        HandOver.OrchestrationTaker taker = (HandOver.OrchestrationTaker) parked.takes();
-        String token = SqlRunner.newToken();
-        Optional<FetchedOrchestration> claimed;
-        try {
-            claimed = orchestrations.writeClaiming(op, statement, write, token, taker);
-        } catch (RuntimeException e) {
-            parked.cancel();
-            throw e;
-        }
-        if (claimed.isEmpty()) {
-            parked.cancel();
-            announceMessageFor(instance, now, now, false);
-            return;
-        }
-        long lockedUntil = now + taker.lockMs();
-        turns.started(instance, token, lockedUntil, now);
-        if (parked.handOver(claimed.get())) {
-            announcer.announce(Announcements.orchestrationLease(lockedUntil), now);
-        } else {
-            turns.end(token);
-            leases.releaseRefusedOrchestrationHandOver(token);
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------ history
-
-    @Override
-    public List<Event> read(String instance) {
-        return readHistory("read", instance, null);
-    }
-
-    @Override
-    public List<Event> readWithExecution(String instance, long executionId) {
-        return readHistory("readWithExecution", instance, executionId);
-    }
-
-    List<Event> readHistory(String op, String instance, Long executionId) {
-        Payloads.notNull(op, "instance", instance);
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.readHistory)) {
-                ps.setString(1, instance);
-                setLongOrNull(ps, 2, executionId);
-                List<Event> events = new ArrayList<>();
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        long id = rs.getLong(1);
-                        String data = rs.getString(3);
-                        try {
-                            Json.parseObject(data);
-                        } catch (IllegalArgumentException bad) {
-                            throw ProviderException.permanent(op, "history event " + id + " of instance '" + instance
-                                    + "' cannot be decoded: " + bad.getMessage());
-                        }
-                        events.add(new Event(id, rs.getString(2), data));
-                    }
-                }
-                return events;
-            }
-        });
-    }
-
-    @Override
-    public void appendWithExecution(String instance, long executionId, List<Event> newEvents) {
-        String op = "appendWithExecution";
-        Payloads.notNull(op, "instance", instance);
-        Payloads.notNull(op, "newEvents", newEvents);
-        if (newEvents.isEmpty()) {
-            return;
-        }
-        int n = newEvents.size();
-        Long[] ids = new Long[n];
-        String[] types = new String[n];
-        String[] data = new String[n];
-        for (int i = 0; i < n; i++) {
-            Event e = newEvents.get(i);
-            payloads.checkEvent(op, i, e);
-            ids[i] = e.eventId();
-            types[i] = e.type();
-            data[i] = e.data();
-        }
-        long now = clock.millis();
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.appendHistory)) {
-                ps.setString(1, instance);
-                ps.setLong(2, executionId);
-                ps.setLong(3, now);
-                ps.setArray(4, c.createArrayOf("bigint", ids));
-                ps.setArray(5, c.createArrayOf("text", types));
-                ps.setArray(6, c.createArrayOf("text", data));
-                ps.execute();
-                return null;
-            }
-        });
-    }
-
-    // ------------------------------------------------------------------------------------------ worker queue
-
-    @Override
-    public void enqueueForWorker(WorkItem item) {
-        String op = "enqueueForWorker";
-        String json = payloads.encode(op, "item", item);
-        if (!(item instanceof WorkItem.ActivityExecute a)) {
-            throw ProviderException.permanent(op, item.kind() + " belongs on the orchestrator queue; only "
-                    + "ActivityExecute goes to the worker queue");
-        }
-        long now = clock.millis();
-        HandOver.Plan plan = handOver.reserve(List.of(item));
-        if (!plan.isEmpty()) {
-            enqueueHandedOver(op, json, now, a, plan);
-            return;
-        }
-        List<Hint> hints = Announcements.workerItems(now, List.of(a));
-        List<String> inline = announcer.inlinePayloads(hints, now);
-        if (offersAcross && a.sessionId() == null && a.tag() == null) {
-            enqueueOffered(op, json, now, a, hints, inline);
-            return;
-        }
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.enqueueWorkerItem
-                    : sql.enqueueWorkerItemNotifying)) {
-                bindWorkerItem(ps, json, now, a);
-                bindInline(c, ps, 8, inline);
-                ps.execute();
-                return null;
-            }
-        });
-        announced(hints, now, inline);
-    }
-
-    /** Binds an enqueued activity's seven arguments, as both single enqueues take them. */
-    private static void bindWorkerItem(PreparedStatement ps, String json, long now, WorkItem.ActivityExecute a)
-            throws SQLException {
-        ps.setString(1, json);
-        ps.setLong(2, now);
-        ps.setString(3, a.instance());
-        ps.setLong(4, a.executionId());
-        ps.setLong(5, a.id());
-        ps.setString(6, a.sessionId());
-        ps.setString(7, a.tag());
-    }
-
-    /**
-     * The enqueue offered to another process's parked fetch first: leased to it and sent in the NOTIFY, or,
-     * when none takes it, written and announced as usual (the inline payloads then go out from the function).
-     */
-    private void enqueueOffered(String op, String json, long now, WorkItem.ActivityExecute a, List<Hint> hints,
-                                List<String> inline) {
-        String taker = call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItemOffered)) {
-                bindWorkerItem(ps, json, now, a);
-                ps.setString(8, origin);
-                ps.setString(9, SqlRunner.newToken());
-                ps.setString(10, channel);
-                ps.setArray(11, c.createArrayOf("text", inline == null ? new Object[0] : inline.toArray()));
-                try (ResultSet rs = ps.executeQuery()) {
-                    return rs.next() ? rs.getString(1) : null;
-                }
-            }
-        });
-        if (taker == null) {
-            announced(hints, now, inline);
-        }
-    }
-
-    /** The enqueue of an item leased to a parked fetch of this provider, then handed to it (no announcement). */
-    private void enqueueHandedOver(String op, String json, long now, WorkItem.ActivityExecute a, HandOver.Plan plan) {
-        try {
-            call(op, c -> {
-                try (PreparedStatement ps = c.prepareStatement(sql.enqueueWorkerItemLeased)) {
-                    bindWorkerItem(ps, json, now, a);
-                    ps.setString(8, plan.tokens[0]);
-                    ps.setLong(9, plan.lockMs[0]);
-                    ps.execute();
-                    return null;
-                }
-            });
-        } catch (RuntimeException e) {
-            handOver.failed(plan);
-            throw e;
-        }
-        handOver.delivered(plan, List.of(a), now, Set.of(plan.tokens[0]));
-    }
-
-    // ------------------------------------------------------------------------------------------ batched enqueue
-
-    /**
-     * Enqueues activities in chunks of at most {@code enqueueChunkItems} items and {@code enqueueChunkBytes} bytes,
-     * one statement (one transaction) per chunk, in list order. Every item is validated before anything is stored.
-     */
-    @Override
-    public void enqueueAllForWorker(List<WorkItem> items) {
-        batchEnqueuer.enqueueAllForWorker(items);
+        orchestrators.enqueue(item, delay);
     }
 
     /**
@@ -871,26 +267,73 @@ public final class PostgresProvider implements OrchestrationProvider {
      */
     @Override
     public void enqueueAllForOrchestrator(List<WorkItem> items, Duration delay) {
-        batchEnqueuer.enqueueAllForOrchestrator(items, delay);
+        orchestrators.enqueueAll(items, delay);
     }
 
-    // ------------------------------------------------------------------------------------------ worker fetch and ack
+    // ------------------------------------------------------------------------------------------ history and state
+
+    @Override
+    public List<Event> read(String instance) {
+        return reads.history("read", instance, null);
+    }
+
+    @Override
+    public List<Event> readWithExecution(String instance, long executionId) {
+        return reads.history("readWithExecution", instance, executionId);
+    }
+
+    @Override
+    public void appendWithExecution(String instance, long executionId, List<Event> newEvents) {
+        reads.append(instance, executionId, newEvents);
+    }
+
+    @Override
+    public Optional<CustomStatus> getCustomStatus(String instance, long lastSeenVersion) {
+        return reads.customStatus(instance, lastSeenVersion);
+    }
+
+    @Override
+    public Optional<String> getKvValue(String instance, String key) {
+        String op = "getKvValue";
+        Payloads.notNull(op, "key", key);
+        return Optional.ofNullable(reads.kvValues(op, instance, key).get(key));
+    }
+
+    @Override
+    public Map<String, String> getKvAllValues(String instance) {
+        return reads.kvValues("getKvAllValues", instance, null);
+    }
+
+    @Override
+    public Optional<SystemStats> getInstanceStats(String instance) {
+        return reads.stats(instance);
+    }
+
+    @Override
+    public Optional<ProviderAdmin> asManagementCapability() {
+        return Optional.of(admin);
+    }
+
+    // ------------------------------------------------------------------------------------------ worker queue
+
+    @Override
+    public void enqueueForWorker(WorkItem item) {
+        workers.enqueue(item);
+    }
+
+    /**
+     * Enqueues activities in chunks of at most {@code enqueueChunkItems} items and {@code enqueueChunkBytes} bytes,
+     * one statement (one transaction) per chunk, in list order. Every item is validated before anything is stored.
+     */
+    @Override
+    public void enqueueAllForWorker(List<WorkItem> items) {
+        workers.enqueueAll(items);
+    }
 
     @Override
     public Optional<FetchedWorkItem> fetchWorkItem(Duration lockTimeout, Duration pollTimeout,
                                                    SessionFetchConfig session, TagFilter tagFilter) {
-        String op = "fetchWorkItem";
-        long lockMs = Payloads.positiveMillis(op, "lockTimeout", lockTimeout);
-        Payloads.notNull(op, "tagFilter", tagFilter);
-        if (tagFilter instanceof TagFilter.None) {
-            return Optional.empty();
-        }
-        WorkerClaim request = WorkerClaim.of(lockMs, session, tagFilter);
-        Supplier<Optional<FetchedWorkItem>> claim = () -> claimWorkItem(op, request);
-        return longPoller == null ? claim.get()
-                : longPoller.fetch(QueueKind.WORKER, Route.worker(tagFilter, session != null),
-                        Arrays.asList(tagFilter, session == null ? null : session.ownerId()),
-                        handOver.takerFor(request, tagFilter), pollTimeout, op, claim);
+        return workers.fetch(lockTimeout, pollTimeout, session, tagFilter);
     }
 
     /**
@@ -902,46 +345,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     @Override
     public List<FetchedWorkItem> fetchWorkItems(Duration lockTimeout, WorkBatch batch, SessionFetchConfig session,
                                                 TagFilter tagFilter) {
-        return batchFetcher.fetchWorkItems(lockTimeout, batch, session, tagFilter);
-    }
-
-    private Optional<FetchedWorkItem> claimWorkItem(String op, WorkerClaim request) {
-        String token = SqlRunner.newToken();
-        long now = clock.millis();
-        Optional<FetchedWorkItem> claimed = call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.fetchWorkItem)) {
-                request.bind(c, ps, now, token);
-                return readClaimed(op, ps, token, true);
-            }
-        });
-        claimed.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item())), now));
-        return claimed;
-    }
-
-    /**
-     * The item a claim returned, if any. An item that cannot be decoded is released (its attempt counted) and, with
-     * {@code throwUndecodable}, reported as a permanent error; otherwise left for the next plain fetch to report.
-     */
-    private Optional<FetchedWorkItem> readClaimed(String op, PreparedStatement ps, String token,
-                                                  boolean throwUndecodable) throws SQLException {
-        try (ResultSet rs = ps.executeQuery()) {
-            if (!rs.next()) {
-                return Optional.empty();
-            }
-            String text = rs.getString(1);
-            int attempts = rs.getInt(2);
-            try {
-                return Optional.of(new FetchedWorkItem(WorkItem.fromJson(text), token, attempts));
-            } catch (IllegalArgumentException bad) {
-                leases.releaseUndecodableWorkItem(token);
-                if (!throwUndecodable) {
-                    LOG.warn("pgdurable: {}: the next worker queue item cannot be decoded ({}); released, the next "
-                            + "fetch reports it", op, bad.getMessage());
-                    return Optional.empty();
-                }
-                throw ProviderException.permanent(op, "a worker queue item cannot be decoded: " + bad.getMessage());
-            }
-        }
+        return workers.fetchBatch(lockTimeout, batch, session, tagFilter);
     }
 
     /**
@@ -953,34 +357,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     public Optional<FetchedWorkItem> ackWorkItemAndFetchNext(String lockToken, WorkItem completion,
                                                              Duration lockTimeout, SessionFetchConfig session,
                                                              TagFilter tagFilter) {
-        String op = "ackWorkItemAndFetchNext";
-        Payloads.notNull(op, "lockToken", lockToken);
-        String completionJson = completionJson(op, completion);
-        long lockMs = Payloads.positiveMillis(op, "lockTimeout", lockTimeout);
-        Payloads.notNull(op, "tagFilter", tagFilter);
-        if (tagFilter instanceof TagFilter.None) {
-            ackWorkItem(lockToken, completion);
-            return Optional.empty();
-        }
-        WorkerClaim request = WorkerClaim.of(lockMs, session, tagFilter);
-        String token = SqlRunner.newToken();
-        long now = clock.millis();
-        Optional<FetchedWorkItem> next = call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.ackAndFetchWorkItem)) {
-                ps.setString(1, lockToken);
-                ps.setLong(2, now);
-                ps.setString(3, completion == null ? null : completion.instance());
-                ps.setString(4, completion == null ? null : completion.kind());
-                ps.setString(5, completionJson);
-                request.bindLease(c, ps, 6, token);
-                return readClaimed(op, ps, token, false);
-            }
-        });
-        if (completion != null) {
-            announceMessageFor(completion.instance(), now, now, false);
-        }
-        next.ifPresent(got -> announcer.announce(request.leaseHints(now, List.of(got.item())), now));
-        return next;
+        return workers.ackAndFetchNext(lockToken, completion, lockTimeout, session, tagFilter);
     }
 
     /**
@@ -990,223 +367,40 @@ public final class PostgresProvider implements OrchestrationProvider {
      */
     @Override
     public List<AckResult> ackWorkItems(List<WorkAck> acks) {
-        String op = "ackWorkItems";
-        Payloads.notNull(op, "acks", acks);
-        if (acks.isEmpty()) {
-            return List.of();
-        }
-        long now = clock.millis();
-        List<WorkCompleter.Ack> batch = new ArrayList<>(acks.size());
-        for (int i = 0; i < acks.size(); i++) {
-            WorkAck a = acks.get(i);
-            if (a == null || a.lockToken() == null) {
-                throw ProviderException.permanent(op, "ack " + i + " has no lock token");
-            }
-            WorkItem completion = a.completion();
-            String json = completionJson(op, "ack " + i + " completion", completion);
-            batch.add(new WorkCompleter.Ack(a.lockToken(), now, completion == null ? null : completion.instance(),
-                    completion == null ? null : completion.kind(), json));
-        }
-        ProviderException[] outcomes = acker.ackAll(op, batch);
-        List<AckResult> results = new ArrayList<>(acks.size());
-        for (int i = 0; i < outcomes.length; i++) {
-            results.add(new AckResult(acks.get(i).lockToken(), outcomes[i]));
-        }
-        return results;
-    }
-
-    /** The completion's JSON, or null without one; only activity outcomes may complete a worker item. */
-    private String completionJson(String op, WorkItem completion) {
-        return completionJson(op, "completion", completion);
-    }
-
-    private String completionJson(String op, String what, WorkItem completion) {
-        if (completion == null) {
-            return null;
-        }
-        if (!(completion instanceof WorkItem.ActivityCompleted || completion instanceof WorkItem.ActivityFailed)) {
-            throw ProviderException.permanent(op, what + " must be ActivityCompleted or ActivityFailed, was "
-                    + completion.kind());
-        }
-        return payloads.encode(op, what, completion);
+        return workers.ackAll(acks);
     }
 
     @Override
     public void ackWorkItem(String lockToken, WorkItem completion) {
-        String op = "ackWorkItem";
-        Payloads.notNull(op, "lockToken", lockToken);
-        String completionJson = completionJson(op, completion);
-        long now = clock.millis();
-        if (acker.grouping()) {
-            acker.ack(new WorkCompleter.Ack(lockToken, now, completion == null ? null : completion.instance(),
-                    completion == null ? null : completion.kind(), completionJson));
-            return;
-        }
-        // The ack's five arguments, as the plain, notifying and claiming forms all take them.
-        OrchestrationClaimer.WriteBinder ack = ps -> {
-            ps.setString(1, lockToken);
-            ps.setLong(2, now);
-            ps.setString(3, completion == null ? null : completion.instance());
-            ps.setString(4, completion == null ? null : completion.kind());
-            ps.setString(5, completionJson);
-        };
-        Reservation parked = completion == null ? null : reserveOrchestrationFor(completion.instance(), now);
-        if (parked != null) {
-            writeClaimingFor(parked, op, sql.ackWorkItemClaiming, ack, completion.instance(), now);
-            return;
-        }
-        List<String> inline = completion == null ? null
-                : announcer.inlinePayloads(Announcements.orchestratorMessage(now), now);
-        call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(inline == null ? sql.ackWorkItem : sql.ackWorkItemNotifying)) {
-                ack.bind(ps);
-                bindInline(c, ps, 6, inline);
-                ps.execute();
-                return null;
-            }
-        });
-        if (completion != null) {
-            announceMessageFor(completion.instance(), now, now, inline != null);
-        }
+        workers.ack(lockToken, completion);
     }
 
     /** Acks handed to the batched-ack flusher and not yet answered; always 0 with {@code ackBatchSize} 1. */
     public int pendingAcks() {
-        return acker.pending();
+        return workers.pendingAcks();
     }
 
     @Override
     public void renewWorkItemLock(String lockToken, Duration extendFor) {
-        leases.renewWorkItemLock(lockToken, extendFor);
+        workers.renew(lockToken, extendFor);
     }
 
     @Override
     public void abandonWorkItem(String lockToken, Duration delay, boolean ignoreAttempt) {
-        leases.abandonWorkItem(lockToken, delay, ignoreAttempt);
+        workers.abandon(lockToken, delay, ignoreAttempt);
     }
-
-    // ------------------------------------------------------------------------------------------ sessions
 
     @Override
     public int renewSessionLock(List<String> ownerIds, Duration extendFor, Duration idleTimeout) {
-        String op = "renewSessionLock";
-        Payloads.notNull(op, "ownerIds", ownerIds);
-        long extendMs = Payloads.positiveMillis(op, "extendFor", extendFor);
-        long idleMs = Payloads.delayMillis(op, idleTimeout);
-        if (ownerIds.isEmpty()) {
-            return 0;
-        }
-        String[] owners = ownerIds.toArray(new String[0]);
-        long now = clock.millis();
-        int renewed = call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.renewSessionLocks)) {
-                ps.setArray(1, c.createArrayOf("text", owners));
-                ps.setLong(2, now);
-                ps.setLong(3, extendMs);
-                ps.setLong(4, idleMs);
-                return singleInt(ps);
-            }
-        });
-        if (renewed > 0) {
-            announcer.announce(List.of(Announcements.sessionLease(now + extendMs)), now);
-        }
-        return renewed;
+        return workers.renewSessionLock(ownerIds, extendFor, idleTimeout);
     }
 
     @Override
     public int cleanupOrphanedSessions(Duration idleTimeout) {
-        String op = "cleanupOrphanedSessions";
-        long now = clock.millis();
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.cleanupOrphanedSessions)) {
-                ps.setLong(1, now);
-                return singleInt(ps);
-            }
-        });
+        return workers.cleanupOrphanedSessions();
     }
 
-    // ------------------------------------------------------------------------------------------ client reads
-
-    @Override
-    public Optional<CustomStatus> getCustomStatus(String instance, long lastSeenVersion) {
-        String op = "getCustomStatus";
-        Payloads.notNull(op, "instance", instance);
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.getCustomStatus)) {
-                ps.setString(1, instance);
-                ps.setLong(2, lastSeenVersion);
-                try (ResultSet rs = ps.executeQuery()) {
-                    return rs.next() ? Optional.of(new CustomStatus(rs.getString(1), rs.getLong(2)))
-                            : Optional.empty();
-                }
-            }
-        });
-    }
-
-    @Override
-    public Optional<String> getKvValue(String instance, String key) {
-        String op = "getKvValue";
-        Payloads.notNull(op, "key", key);
-        Map<String, String> values = kvValues(op, instance, key);
-        return Optional.ofNullable(values.get(key));
-    }
-
-    @Override
-    public Map<String, String> getKvAllValues(String instance) {
-        return kvValues("getKvAllValues", instance, null);
-    }
-
-    private Map<String, String> kvValues(String op, String instance, String key) {
-        Payloads.notNull(op, "instance", instance);
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.getKvValues)) {
-                ps.setString(1, instance);
-                ps.setString(2, key);
-                Map<String, String> values = new LinkedHashMap<>();
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        values.put(rs.getString(1), rs.getString(2));
-                    }
-                }
-                return values;
-            }
-        });
-    }
-
-    @Override
-    public Optional<SystemStats> getInstanceStats(String instance) {
-        String op = "getInstanceStats";
-        Payloads.notNull(op, "instance", instance);
-        return call(op, c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.getInstanceStats)) {
-                ps.setString(1, instance);
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (!rs.next()) {
-                        return Optional.empty();
-                    }
-                    return Optional.of(new SystemStats(rs.getLong(1), rs.getLong(2),
-                            carriedEventCount(rs.getString(3)), rs.getLong(4), rs.getLong(5)));
-                }
-            }
-        });
-    }
-
-    private static long carriedEventCount(String startedEvent) {
-        if (startedEvent == null) {
-            return 0;
-        }
-        try {
-            Object carried = Json.parseObject(startedEvent).get("carry_forward_events");
-            return carried instanceof List<?> list ? list.size() : 0;
-        } catch (IllegalArgumentException undecodable) {
-            return 0;
-        }
-    }
-
-    @Override
-    public Optional<ProviderAdmin> asManagementCapability() {
-        return Optional.of(admin);
-    }
+    // ------------------------------------------------------------------------------------------ life cycle
 
     @Override
     public void close() {
@@ -1234,7 +428,7 @@ public final class PostgresProvider implements OrchestrationProvider {
     public ProviderHealth health() {
         String error = null;
         try {
-            call("health", c -> {
+            db.call("health", c -> {
                 try (PreparedStatement ps = c.prepareStatement(sql.ping)) {
                     ps.execute();
                     return null;
@@ -1259,12 +453,5 @@ public final class PostgresProvider implements OrchestrationProvider {
     /** The long-poll machinery when long polling is on (tests and the benchmark read its figures). */
     public Optional<LongPoller> longPoller() {
         return Optional.ofNullable(longPoller);
-    }
-
-    // ------------------------------------------------------------------------------------------ plumbing
-
-    /** The management facet runs its operations through the provider's runner (closed check, error mapping). */
-    <T> T call(String op, SqlRunner.SqlWork<T> work) {
-        return db.call(op, work);
     }
 }

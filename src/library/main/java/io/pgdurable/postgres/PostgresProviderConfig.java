@@ -2,7 +2,6 @@ package io.pgdurable.postgres;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Objects;
 import javax.sql.DataSource;
 
 /**
@@ -35,45 +34,8 @@ public final class PostgresProviderConfig {
     /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
     public static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
 
-    private final String jdbcUrl;
-    private final String username;
-    private final String password;
-    private final DataSource dataSource;
-    private final String schema;
-    private final int poolSize;
-    private final Duration connectionTimeout;
-    private final MigrationPolicy migrationPolicy;
-    private final Clock clock;
-    private final int maxPayloadBytes;
-    private final Duration migrationLockTimeout;
-    private final Duration migrationLockBudget;
-    private final boolean longPolling;
-    private final boolean transactionalNotify;
-    private final boolean inlineNotifyWhenIdle;
-    private final boolean asyncClaimCommit;
-    private final boolean handOverToParkedFetches;
-    private final boolean handOverAcrossProcesses;
-    private final String listenerUrl;
-    private final boolean transactionPooler;
-    private final String directUrl;
-    private final ListenerDriver listenerDriver;
-    private final Duration fallbackPollInterval;
-    private final Duration wakeCoalescing;
-    private final Duration timerScanTimeout;
-    private final Duration recoveryScanInterval;
-    private final int maxParkedWaiters;
-    private final Duration heartbeatInterval;
-    private final int maxTrackedDeadlines;
-    private final Duration timerLead;
-    private final io.pgdurable.longpoll.LongPollSignals longPollSignals;
-    private final ProviderMetrics metrics;
-    private final int ackBatchSize;
-    private final Duration ackFlushIdle;
-    private final Duration ackDrainTimeout;
-    private final int enqueueChunkItems;
-    private final int enqueueChunkBytes;
-    private final Duration enqueueRetryBudget;
-    private final int fetchBatchMaxBytes;
+    /** A private copy of the builder this configuration was built from, never changed after {@code build()}. */
+    private final Builder settings;
 
     /** The driver of the long-poll listener connection. */
     public enum ListenerDriver {
@@ -84,45 +46,7 @@ public final class PostgresProviderConfig {
     }
 
     private PostgresProviderConfig(Builder b) {
-        this.jdbcUrl = b.jdbcUrl;
-        this.username = b.username;
-        this.password = b.password;
-        this.dataSource = b.dataSource;
-        this.schema = b.schema;
-        this.poolSize = b.poolSize;
-        this.connectionTimeout = b.connectionTimeout;
-        this.migrationPolicy = b.migrationPolicy;
-        this.clock = b.clock;
-        this.maxPayloadBytes = b.maxPayloadBytes;
-        this.migrationLockTimeout = b.migrationLockTimeout;
-        this.migrationLockBudget = b.migrationLockBudget;
-        this.longPolling = b.longPolling;
-        this.transactionalNotify = b.transactionalNotify;
-        this.inlineNotifyWhenIdle = b.inlineNotifyWhenIdle;
-        this.asyncClaimCommit = b.asyncClaimCommit;
-        this.handOverToParkedFetches = b.handOverToParkedFetches;
-        this.handOverAcrossProcesses = b.handOverAcrossProcesses;
-        this.listenerUrl = b.listenerUrl;
-        this.transactionPooler = b.transactionPooler;
-        this.directUrl = b.directUrl;
-        this.listenerDriver = b.listenerDriver;
-        this.fallbackPollInterval = b.fallbackPollInterval;
-        this.wakeCoalescing = b.wakeCoalescing;
-        this.timerScanTimeout = b.timerScanTimeout;
-        this.recoveryScanInterval = b.recoveryScanInterval;
-        this.maxParkedWaiters = b.maxParkedWaiters;
-        this.heartbeatInterval = b.heartbeatInterval;
-        this.maxTrackedDeadlines = b.maxTrackedDeadlines;
-        this.timerLead = b.timerLead;
-        this.longPollSignals = b.longPollSignals;
-        this.metrics = b.metrics;
-        this.ackBatchSize = b.ackBatchSize;
-        this.ackFlushIdle = b.ackFlushIdle;
-        this.ackDrainTimeout = b.ackDrainTimeout;
-        this.enqueueChunkItems = b.enqueueChunkItems;
-        this.enqueueChunkBytes = b.enqueueChunkBytes;
-        this.enqueueRetryBudget = b.enqueueRetryBudget;
-        this.fetchBatchMaxBytes = b.fetchBatchMaxBytes;
+        this.settings = b.copy();
     }
 
     public static Builder builder() {
@@ -131,124 +55,64 @@ public final class PostgresProviderConfig {
 
     /** A builder pre-filled with this configuration, to derive a variant. */
     public Builder toBuilder() {
-        Builder b = new Builder();
-        b.jdbcUrl = jdbcUrl;
-        b.username = username;
-        b.password = password;
-        b.dataSource = dataSource;
-        b.schema = schema;
-        b.poolSize = poolSize;
-        b.connectionTimeout = connectionTimeout;
-        b.migrationPolicy = migrationPolicy;
-        b.clock = clock;
-        b.maxPayloadBytes = maxPayloadBytes;
-        b.migrationLockTimeout = migrationLockTimeout;
-        b.migrationLockBudget = migrationLockBudget;
-        b.longPolling = longPolling;
-        b.transactionalNotify = transactionalNotify;
-        b.inlineNotifyWhenIdle = inlineNotifyWhenIdle;
-        b.asyncClaimCommit = asyncClaimCommit;
-        b.handOverToParkedFetches = handOverToParkedFetches;
-        b.handOverAcrossProcesses = handOverAcrossProcesses;
-        b.listenerUrl = listenerUrl;
-        b.transactionPooler = transactionPooler;
-        b.directUrl = directUrl;
-        b.listenerDriver = listenerDriver;
-        b.fallbackPollInterval = fallbackPollInterval;
-        b.wakeCoalescing = wakeCoalescing;
-        b.timerScanTimeout = timerScanTimeout;
-        b.recoveryScanInterval = recoveryScanInterval;
-        b.maxParkedWaiters = maxParkedWaiters;
-        b.heartbeatInterval = heartbeatInterval;
-        b.maxTrackedDeadlines = maxTrackedDeadlines;
-        b.timerLead = timerLead;
-        b.longPollSignals = longPollSignals;
-        b.metrics = metrics;
-        b.ackBatchSize = ackBatchSize;
-        b.ackFlushIdle = ackFlushIdle;
-        b.ackDrainTimeout = ackDrainTimeout;
-        b.enqueueChunkItems = enqueueChunkItems;
-        b.enqueueChunkBytes = enqueueChunkBytes;
-        b.enqueueRetryBudget = enqueueRetryBudget;
-        b.fetchBatchMaxBytes = fetchBatchMaxBytes;
-        return b;
+        return settings.copy();
     }
 
     public String jdbcUrl() {
-        return jdbcUrl;
+        return settings.jdbcUrl;
     }
 
     public String username() {
-        return username;
+        return settings.username;
     }
 
     String password() {
-        return password;
+        return settings.password;
     }
 
     public DataSource dataSource() {
-        return dataSource;
+        return settings.dataSource;
     }
 
     public String schema() {
-        return schema;
+        return settings.schema;
     }
 
     public int poolSize() {
-        return poolSize;
+        return settings.poolSize;
     }
 
     public Duration connectionTimeout() {
-        return connectionTimeout;
+        return settings.connectionTimeout;
     }
 
     public MigrationPolicy migrationPolicy() {
-        return migrationPolicy;
+        return settings.migrationPolicy;
     }
 
     public Clock clock() {
-        return clock;
+        return settings.clock;
     }
 
     public int maxPayloadBytes() {
-        return maxPayloadBytes;
+        return settings.maxPayloadBytes;
     }
 
     public Duration migrationLockTimeout() {
-        return migrationLockTimeout;
+        return settings.migrationLockTimeout;
     }
 
     public Duration migrationLockBudget() {
-        return migrationLockBudget;
+        return settings.migrationLockBudget;
     }
 
     public boolean longPolling() {
-        return longPolling;
-    }
-
-    /** Whether this provider's writes notify from inside their own transactions (the schema's triggers). */
-    public boolean transactionalNotify() {
-        return transactionalNotify;
-    }
-
-    /** Whether an idle announcer's due hints may travel inside the writing transaction (see the builder). */
-    public boolean inlineNotifyWhenIdle() {
-        return inlineNotifyWhenIdle;
-    }
-
-    /** Whether claims commit without waiting for their WAL flush (see the builder). */
-    public boolean asyncClaimCommit() {
-        return asyncClaimCommit;
-    }
-
-    /** Whether this provider's worker writes lease their items to its own parked fetches (see the builder). */
-    public boolean handOverToParkedFetches() {
-        return handOverToParkedFetches;
+        return settings.longPolling;
     }
 
     /** Whether worker items are handed over between processes through the database (see the builder). */
     public boolean handOverAcrossProcesses() {
-        return handOverAcrossProcesses;
+        return settings.handOverAcrossProcesses;
     }
 
     /**
@@ -256,116 +120,115 @@ public final class PostgresProviderConfig {
      * {@code jdbcUrl}.
      */
     public String effectiveListenerUrl() {
-        return listenerUrl != null ? listenerUrl : directUrl != null ? directUrl : jdbcUrl;
+        Builder b = settings;
+        return b.listenerUrl != null ? b.listenerUrl : b.directUrl != null ? b.directUrl : b.jdbcUrl;
     }
 
     /** Whether the pool's connections go through a transaction-pooling proxy (see the builder). */
     public boolean transactionPooler() {
-        return transactionPooler;
+        return settings.transactionPooler;
     }
 
     /** The URL of the connections that need a server session of their own (migrations, the listener), or null. */
     public String directUrl() {
-        return directUrl;
+        return settings.directUrl;
     }
 
     public ListenerDriver listenerDriver() {
-        return listenerDriver;
+        return settings.listenerDriver;
     }
 
     public Duration fallbackPollInterval() {
-        return fallbackPollInterval;
+        return settings.fallbackPollInterval;
     }
 
     public Duration wakeCoalescing() {
-        return wakeCoalescing;
+        return settings.wakeCoalescing;
     }
 
     public Duration timerScanTimeout() {
-        return timerScanTimeout;
+        return settings.timerScanTimeout;
     }
 
     public Duration recoveryScanInterval() {
-        return recoveryScanInterval;
+        return settings.recoveryScanInterval;
     }
 
     public int maxParkedWaiters() {
-        return maxParkedWaiters;
+        return settings.maxParkedWaiters;
     }
 
     public Duration heartbeatInterval() {
-        return heartbeatInterval;
+        return settings.heartbeatInterval;
     }
 
     public int maxTrackedDeadlines() {
-        return maxTrackedDeadlines;
+        return settings.maxTrackedDeadlines;
     }
 
     public Duration timerLead() {
-        return timerLead;
+        return settings.timerLead;
     }
 
     public io.pgdurable.longpoll.LongPollSignals longPollSignals() {
-        return longPollSignals;
+        return settings.longPollSignals;
     }
 
     /** Where the provider reports its metrics ({@link ProviderMetrics#NONE} by default). */
     public ProviderMetrics metrics() {
-        return metrics;
+        return settings.metrics;
     }
 
     /** Terminal acks per batched flush; 1 (the default) acks each item in its own call, as without batching. */
     public int ackBatchSize() {
-        return ackBatchSize;
+        return settings.ackBatchSize;
     }
 
     /** With batched acks: flush once no new ack arrived for this long (0 = as soon as the flusher is free). */
     public Duration ackFlushIdle() {
-        return ackFlushIdle;
+        return settings.ackFlushIdle;
     }
 
     /** With batched acks: how long {@code close()} keeps flushing buffered acks (0 = not at all). */
     public Duration ackDrainTimeout() {
-        return ackDrainTimeout;
+        return settings.ackDrainTimeout;
     }
 
     /** Most items per statement of a batched enqueue. */
     public int enqueueChunkItems() {
-        return enqueueChunkItems;
+        return settings.enqueueChunkItems;
     }
 
     /** Most bytes (the items' JSON, UTF-8) per statement of a batched enqueue; an item larger goes alone. */
     public int enqueueChunkBytes() {
-        return enqueueChunkBytes;
+        return settings.enqueueChunkBytes;
     }
 
     /** How long a batched enqueue may keep retrying a chunk that failed retryably (0 = fail fast). */
     public Duration enqueueRetryBudget() {
-        return enqueueRetryBudget;
+        return settings.enqueueRetryBudget;
     }
 
     /** Most bytes (the items' JSON) one batched fetch returns; its first item is returned even when larger. */
     public int fetchBatchMaxBytes() {
-        return fetchBatchMaxBytes;
+        return settings.fetchBatchMaxBytes;
     }
 
     /** Never shows a password, whether given separately or inside the URL. */
     @Override
     public String toString() {
-        return "PostgresProviderConfig{" + (jdbcUrl != null ? "url=" + redactUrl(jdbcUrl) : "dataSource=" + dataSource)
-                + ", schema=" + schema + ", poolSize=" + poolSize + ", migrationPolicy=" + migrationPolicy
-                + ", maxPayloadBytes=" + maxPayloadBytes
-                + (ackBatchSize > 1 ? ", ackBatchSize=" + ackBatchSize : "") + ", longPolling=" + longPolling
-                + (transactionalNotify ? ", transactionalNotify=true" : "")
-                + (inlineNotifyWhenIdle ? "" : ", inlineNotifyWhenIdle=false")
-                + (asyncClaimCommit ? "" : ", asyncClaimCommit=false")
-                + (handOverToParkedFetches ? "" : ", handOverToParkedFetches=false")
-                + (handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
-                + (transactionPooler ? ", transactionPooler=true" : "")
-                + (longPolling && !timerLead.equals(DEFAULT_TIMER_LEAD) ? ", timerLead=" + timerLead : "")
-                + (directUrl != null ? ", directUrl=" + redactUrl(directUrl) : "")
-                + (longPolling ? ", listener=" + listenerDriver + (listenerUrl != null ? " at "
-                        + redactUrl(listenerUrl) : "") : "") + "}";
+        Builder b = settings;
+        return "PostgresProviderConfig{" + (b.jdbcUrl != null ? "url=" + redactUrl(b.jdbcUrl)
+                : "dataSource=" + b.dataSource)
+                + ", schema=" + b.schema + ", poolSize=" + b.poolSize + ", migrationPolicy=" + b.migrationPolicy
+                + ", maxPayloadBytes=" + b.maxPayloadBytes
+                + (b.ackBatchSize > 1 ? ", ackBatchSize=" + b.ackBatchSize : "") + ", longPolling=" + b.longPolling
+                + (b.handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
+                + (b.transactionPooler ? ", transactionPooler=true" : "")
+                + (b.longPolling && !b.timerLead.equals(DEFAULT_TIMER_LEAD) ? ", timerLead=" + b.timerLead : "")
+                + (b.directUrl != null ? ", directUrl=" + redactUrl(b.directUrl) : "")
+                + (b.longPolling ? ", listener=" + b.listenerDriver + (b.listenerUrl != null ? " at "
+                        + redactUrl(b.listenerUrl) : "") : "") + "}";
     }
 
     /** The URL with any password parameter value replaced. */
@@ -374,59 +237,53 @@ public final class PostgresProviderConfig {
                 .replaceAll("(//[^/:@]+:)[^@/]*@", "$1***@");
     }
 
-    /**
-     * A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface at
-     * the first connection as "No suitable driver", naming neither the URL nor the mistake.
-     */
-    private static void checkParses(String name, String url) {
-        if (url != null && org.postgresql.Driver.parseURL(url, null) == null) {
-            throw new IllegalArgumentException(name + " is not a URL the PostgreSQL driver can read (check the host, "
-                    + "the port and the parameters), was '" + redactUrl(url) + "'");
-        }
-    }
-
-    public static final class Builder {
-        private String jdbcUrl;
-        private String username;
-        private String password;
-        private DataSource dataSource;
-        private String schema = DEFAULT_SCHEMA;
-        private int poolSize = DEFAULT_POOL_SIZE;
-        private Duration connectionTimeout = Duration.ofSeconds(10);
-        private MigrationPolicy migrationPolicy = MigrationPolicy.APPLY_ALL;
-        private Clock clock = Clock.systemUTC();
-        private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
-        private Duration migrationLockTimeout = Duration.ofMillis(250);
-        private Duration migrationLockBudget = Duration.ofSeconds(10);
-        private boolean longPolling;
-        private boolean transactionalNotify;
-        private boolean inlineNotifyWhenIdle = true;
-        private boolean asyncClaimCommit = true;
-        private boolean handOverToParkedFetches = true;
-        private boolean handOverAcrossProcesses;
-        private String listenerUrl;
-        private boolean transactionPooler;
-        private String directUrl;
-        private ListenerDriver listenerDriver = ListenerDriver.PGJDBC_NG;
-        private Duration fallbackPollInterval = Duration.ofSeconds(1);
-        private Duration wakeCoalescing = Duration.ofMillis(100);
-        private Duration timerScanTimeout = Duration.ofMillis(200);
-        private Duration recoveryScanInterval = Duration.ofSeconds(60);
-        private int maxParkedWaiters = 1024;
-        private Duration heartbeatInterval = Duration.ofSeconds(1);
-        private int maxTrackedDeadlines = 1024;
-        private Duration timerLead = DEFAULT_TIMER_LEAD;
-        private io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
-        private ProviderMetrics metrics = ProviderMetrics.NONE;
-        private int ackBatchSize = 1;
-        private Duration ackFlushIdle = Duration.ofMillis(2);
-        private Duration ackDrainTimeout = Duration.ofSeconds(2);
-        private int enqueueChunkItems = DEFAULT_ENQUEUE_CHUNK_ITEMS;
-        private int enqueueChunkBytes = DEFAULT_ENQUEUE_CHUNK_BYTES;
-        private Duration enqueueRetryBudget = Duration.ZERO;
-        private int fetchBatchMaxBytes = DEFAULT_FETCH_BATCH_MAX_BYTES;
+    public static final class Builder implements Cloneable {
+        String jdbcUrl;
+        String username;
+        String password;
+        DataSource dataSource;
+        String schema = DEFAULT_SCHEMA;
+        int poolSize = DEFAULT_POOL_SIZE;
+        Duration connectionTimeout = Duration.ofSeconds(10);
+        MigrationPolicy migrationPolicy = MigrationPolicy.APPLY_ALL;
+        Clock clock = Clock.systemUTC();
+        int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
+        Duration migrationLockTimeout = Duration.ofMillis(250);
+        Duration migrationLockBudget = Duration.ofSeconds(10);
+        boolean longPolling;
+        boolean handOverAcrossProcesses;
+        String listenerUrl;
+        boolean transactionPooler;
+        String directUrl;
+        ListenerDriver listenerDriver = ListenerDriver.PGJDBC_NG;
+        Duration fallbackPollInterval = Duration.ofSeconds(1);
+        Duration wakeCoalescing = Duration.ofMillis(100);
+        Duration timerScanTimeout = Duration.ofMillis(200);
+        Duration recoveryScanInterval = Duration.ofSeconds(60);
+        int maxParkedWaiters = 1024;
+        Duration heartbeatInterval = Duration.ofSeconds(1);
+        int maxTrackedDeadlines = 1024;
+        Duration timerLead = DEFAULT_TIMER_LEAD;
+        io.pgdurable.longpoll.LongPollSignals longPollSignals = io.pgdurable.longpoll.LongPollSignals.NONE;
+        ProviderMetrics metrics = ProviderMetrics.NONE;
+        int ackBatchSize = 1;
+        Duration ackFlushIdle = Duration.ofMillis(2);
+        Duration ackDrainTimeout = Duration.ofSeconds(2);
+        int enqueueChunkItems = DEFAULT_ENQUEUE_CHUNK_ITEMS;
+        int enqueueChunkBytes = DEFAULT_ENQUEUE_CHUNK_BYTES;
+        Duration enqueueRetryBudget = Duration.ZERO;
+        int fetchBatchMaxBytes = DEFAULT_FETCH_BATCH_MAX_BYTES;
 
         private Builder() {}
+
+        /** Every setting is an immutable value or a shared reference (a clock, a data source), so a shallow copy. */
+        Builder copy() {
+            try {
+                return (Builder) clone();
+            } catch (CloneNotSupportedException e) {
+                throw new AssertionError(e);
+            }
+        }
 
         /**
          * Opt-in batched terminal acks (1..{@value #MAX_ACK_BATCH_SIZE}). With 1, the default, every
@@ -518,74 +375,18 @@ public final class PostgresProviderConfig {
         }
 
         /**
-         * Whether this provider's own writes notify other processes from inside their transactions, through the
-         * schema's notify triggers, instead of by announcements sent after the commit (the default, false). On: a
-         * process that dies right after a commit has still told everyone (no crash window), but every notifying
-         * commit of the database then waits for the previous one's disk flush (no group commit): measured with
-         * {@code bench --scenarios notify-overhead}, see docs/long-polling.md. Its own waiters are woken at once
-         * either way. Takes effect only on an activated schema, like every notification.
-         */
-        public Builder transactionalNotify(boolean enabled) {
-            this.transactionalNotify = enabled;
-            return this;
-        }
-
-        /**
-         * Whether a write whose announcement would go out alone (the announcer idle: nothing pending, nothing sent
-         * within its 4 ms spacing) carries its NOTIFY inside its own transaction, in the same statement, instead of
-         * leaving it to the announcer's thread and round trip after the commit (default true). Other processes are
-         * then woken at the commit itself, one hand-off and one round trip sooner; under load the announcer batches
-         * as before, so group commit is kept. Only single-item enqueues, single acks and turn acks do it; see
-         * docs/long-polling.md for the measurement. No effect with {@code transactionalNotify} (the triggers notify
-         * then) or on a schema that is not activated.
-         */
-        public Builder inlineNotifyWhenIdle(boolean enabled) {
-            this.inlineNotifyWhenIdle = enabled;
-            return this;
-        }
-
-        /**
-         * Whether claims — {@code fetchWorkItem}, {@code fetchWorkItems}, {@code fetchOrchestrationItem} — commit
-         * without waiting for the server's WAL flush (default true; {@code synchronous_commit} off for the claiming
-         * transaction only). A claim is a lease: if the server crashes before the flush, the claim is lost and the
-         * work is claimable again, exactly as after an early lease expiry, and the holder's ack fails on its token
-         * (at-least-once, never a duplicated completion). Acks, enqueues and turn acks always wait for the flush.
-         * About a third more single-item drain throughput and a faster claim after every wake
-         * (docs/benchmarks.md); false restores a flush wait on every claim.
-         */
-        public Builder asyncClaimCommit(boolean enabled) {
-            this.asyncClaimCommit = enabled;
-            return this;
-        }
-
-        /**
-         * Whether a worker item this provider writes — {@code enqueueForWorker}, and the activities a turn schedules
-         * in {@code ackOrchestrationItem} — goes straight to one of this provider's own parked {@code fetchWorkItem}
-         * calls when one is waiting for it (default true; long polling only). The item is written already leased to
-         * that fetch (its lock timeout, attempt 1) in the write's own transaction, and the fetch returns it after the
-         * commit without a claim: the wake costs no statement and no round trip (docs/long-polling.md, "Hand-over").
-         * Items with a session, batched fetches and fetches with a session configuration always claim. Should the
-         * fetch stop waiting before the hand-over, the writer releases the item at once. No effect with
-         * {@code transactionalNotify}. False: every parked fetch claims after its wake, as before.
-         */
-        public Builder handOverToParkedFetches(boolean enabled) {
-            this.handOverToParkedFetches = enabled;
-            return this;
-        }
-
-        /**
-         * Whether worker items are handed over between processes (default false; docs/long-polling.md
-         * "Hand-over across processes"). Both sides need it. A long-polling provider keeps a row saying how many of its
-         * {@code fetchWorkItem} calls are parked for untagged items without a session (written when that number
-         * changes and has rested for a millisecond; nothing while it stays the same), and its listener's session holds
-         * an advisory lock that tells others it still hears them. A provider's {@code enqueueForWorker} of such an
-         * item, when none of its own fetches takes it ({@code handOverToParkedFetches}), leases it in the enqueue's
-         * transaction to a parked fetch of another such process and sends it in the NOTIFY (items under 8000 bytes
-         * with the header): that fetch returns it without a claim. A fetch that stopped waiting meanwhile gives the
-         * item back at once (attempt not counted); an item handed to a process in the instant it dies waits for its
-         * lease, like any item of a process that died. Costs: one statement per change of the parked count, one
-         * lookup in a small table per offered enqueue. No effect with {@code transactionalNotify}; with long polling
-         * off, only the enqueue side applies.
+         * Whether worker items are handed over between processes (default false; both sides need it; see
+         * docs/long-polling.md, "Settings that choose an algorithm" and "Hand-over across processes"). A
+         * long-polling provider keeps a row saying how many of its {@code fetchWorkItem} calls are parked for
+         * untagged items without a session (written when that number changes and has rested for a millisecond), and
+         * its listener's session holds an advisory lock that tells others it still hears them. A provider's
+         * {@code enqueueForWorker} of such an item, when none of its own parked fetches takes it, leases it in the
+         * enqueue's transaction to a parked fetch of another such process and sends it in the NOTIFY (items under
+         * 8000 bytes with the header): that fetch returns it without a claim. A fetch that stopped waiting meanwhile
+         * gives the item back at once (attempt not counted); an item handed to a process in the instant its listener
+         * dies waits for its lease to end, like any item of a process that died. Costs: one statement per change of
+         * the parked count, one lookup in a small table per offered enqueue. With long polling off, only the enqueue
+         * side applies.
          */
         public Builder handOverAcrossProcesses(boolean enabled) {
             this.handOverAcrossProcesses = enabled;
@@ -630,6 +431,11 @@ public final class PostgresProviderConfig {
             return this;
         }
 
+        /**
+         * The long-poll listener connection's driver (default {@link ListenerDriver#PGJDBC_NG}, asynchronous). Choose
+         * {@link ListenerDriver#PGJDBC} where netty must not be shipped: each notification then reaches the listener
+         * about 1 ms later (docs/long-polling.md, "Settings that choose an algorithm").
+         */
         public Builder listenerDriver(ListenerDriver driver) {
             this.listenerDriver = driver;
             return this;
@@ -759,124 +565,13 @@ public final class PostgresProviderConfig {
             return this;
         }
 
-        public PostgresProviderConfig build() {
-            if ((jdbcUrl == null) == (dataSource == null)) {
-                throw new IllegalArgumentException("configure exactly one of jdbcUrl or dataSource");
-            }
-            if (jdbcUrl != null && !jdbcUrl.startsWith("jdbc:postgresql:")) {
-                throw new IllegalArgumentException("jdbcUrl must start with 'jdbc:postgresql:', was '"
-                        + redactUrl(jdbcUrl) + "'");
-            }
-            checkParses("jdbcUrl", jdbcUrl);
-            if (directUrl != null && !directUrl.startsWith("jdbc:postgresql:")) {
-                throw new IllegalArgumentException("directUrl must start with 'jdbc:postgresql:', was '"
-                        + redactUrl(directUrl) + "'");
-            }
-            checkParses("directUrl", directUrl);
-            if (transactionPooler) {
-                checkTransactionPooler();
-            }
-            Identifiers.checkSchemaName(schema);
-            if (poolSize < 1 || poolSize > 1000) {
-                throw new IllegalArgumentException("poolSize must be in 1..1000, was " + poolSize);
-            }
-            positive("connectionTimeout", connectionTimeout);
-            positive("migrationLockTimeout", migrationLockTimeout);
-            positive("migrationLockBudget", migrationLockBudget);
-            Objects.requireNonNull(migrationPolicy, "migrationPolicy");
-            Objects.requireNonNull(clock, "clock");
-            Objects.requireNonNull(metrics, "metrics");
-            if (longPolling) {
-                if (dataSource == null && poolSize < 2) {
-                    throw new IllegalArgumentException("long polling needs a pool of at least two connections "
-                            + "(poolSize was " + poolSize + "): a parked fetch's retry and the scans share it");
-                }
-                if (dataSource != null && listenerUrl == null && directUrl == null) {
-                    throw new IllegalArgumentException("long polling with a DataSource needs listenerUrl (or "
-                            + "directUrl): the listener opens its own direct connection");
-                }
-                if (listenerUrl != null && !listenerUrl.startsWith("jdbc:postgresql:")) {
-                    throw new IllegalArgumentException("listenerUrl must start with 'jdbc:postgresql:', was '"
-                            + redactUrl(listenerUrl) + "'");
-                }
-                checkParses("listenerUrl", listenerUrl);
-                Objects.requireNonNull(listenerDriver, "listenerDriver");
-                Objects.requireNonNull(longPollSignals, "longPollSignals");
-                positive("fallbackPollInterval", fallbackPollInterval);
-                positive("wakeCoalescing", wakeCoalescing);
-                positive("timerScanTimeout", timerScanTimeout);
-                positive("recoveryScanInterval", recoveryScanInterval);
-                positive("heartbeatInterval", heartbeatInterval);
-                if (maxParkedWaiters < 1) {
-                    throw new IllegalArgumentException("maxParkedWaiters must be at least 1, was " + maxParkedWaiters);
-                }
-                bounded("timerLead", timerLead, MAX_TIMER_LEAD);
-                if (maxTrackedDeadlines < 16) {
-                    throw new IllegalArgumentException("maxTrackedDeadlines must be at least 16, was "
-                            + maxTrackedDeadlines);
-                }
-            }
-            if (maxPayloadBytes < 1024) {
-                throw new IllegalArgumentException("maxPayloadBytes must be at least 1024, was " + maxPayloadBytes);
-            }
-            inRange("ackBatchSize", ackBatchSize, 1, MAX_ACK_BATCH_SIZE);
-            bounded("ackFlushIdle", ackFlushIdle, MAX_ACK_FLUSH_IDLE);
-            bounded("ackDrainTimeout", ackDrainTimeout, MAX_BATCH_WAIT);
-            inRange("enqueueChunkItems", enqueueChunkItems, 1, MAX_ENQUEUE_CHUNK_ITEMS);
-            inRange("enqueueChunkBytes", enqueueChunkBytes, 1024, MAX_BATCH_BYTES);
-            bounded("enqueueRetryBudget", enqueueRetryBudget, MAX_BATCH_WAIT);
-            inRange("fetchBatchMaxBytes", fetchBatchMaxBytes, 1024, MAX_BATCH_BYTES);
-            return new PostgresProviderConfig(this);
-        }
-
         /**
-         * What a transaction pooler needs: a direct URL for the session users, distinct from the pool's URL, and a
-         * pool URL that does not ask for server-side prepared statements itself (the URL's parameters would win over
-         * the provider's {@code prepareThreshold=0}).
+         * Checks every setting and returns the configuration; a setting out of range or a combination that cannot
+         * work is an {@link IllegalArgumentException} naming it.
          */
-        private void checkTransactionPooler() {
-            if (directUrl == null) {
-                throw new IllegalArgumentException("transactionPooler needs directUrl, a URL that reaches PostgreSQL "
-                        + "without the pooler: migrations and schema checks hold a session advisory lock"
-                        + (longPolling ? ", and the long-poll listener's LISTEN (listenerUrl, else directUrl) needs "
-                        + "a session of its own" : "") + "; see docs/pgbouncer.md");
-            }
-            if (jdbcUrl != null && (jdbcUrl.equals(directUrl) || jdbcUrl.equals(listenerUrl))) {
-                throw new IllegalArgumentException((jdbcUrl.equals(directUrl) ? "directUrl" : "listenerUrl")
-                        + " is the same URL as jdbcUrl, which goes through the transaction pooler; point it at "
-                        + "PostgreSQL itself (or at a session-mode pooler)");
-            }
-            if (jdbcUrl != null) {
-                java.util.Properties parsed = org.postgresql.Driver.parseURL(jdbcUrl, null);
-                String threshold = parsed == null ? null : parsed.getProperty("prepareThreshold");
-                if (threshold != null && !threshold.trim().equals("0")) {
-                    throw new IllegalArgumentException("jdbcUrl sets prepareThreshold=" + threshold + ", but with "
-                            + "transactionPooler the pool must not prepare statements on the server: remove the "
-                            + "parameter or set it to 0");
-                }
-            }
-        }
-
-        private static void inRange(String name, int value, int min, int max) {
-            if (value < min || value > max) {
-                throw new IllegalArgumentException(name + " must be in " + min + ".." + max + ", was " + value);
-            }
-        }
-
-        /** Zero or positive and at most {@code max}. */
-        private static void bounded(String name, Duration d, Duration max) {
-            if (d == null || d.isNegative()) {
-                throw new IllegalArgumentException(name + " must be zero or a positive duration, was " + d);
-            }
-            if (d.compareTo(max) > 0) {
-                throw new IllegalArgumentException(name + " must be at most " + max + ", was " + d);
-            }
-        }
-
-        private static void positive(String name, Duration d) {
-            if (d == null || d.isNegative() || d.isZero()) {
-                throw new IllegalArgumentException(name + " must be a positive duration, was " + d);
-            }
+        public PostgresProviderConfig build() {
+            ConfigChecks.check(this);
+            return new PostgresProviderConfig(this);
         }
     }
 }

@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
  * An idle provider whose fetches stay parked therefore writes nothing.
  */
 final class RemoteHandOver implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final Logger LOG = LoggerFactory.getLogger(RemoteHandOver.class);
     /** How long a change of the parked fetches must rest before it is written. */
     static final long SETTLE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);

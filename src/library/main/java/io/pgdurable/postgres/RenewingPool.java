@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
  * connection timeout has passed, so those waiters end as they would have, with a retryable timeout.
  */
 final class RenewingPool implements DataSource, AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final Logger LOG = LoggerFactory.getLogger(RenewingPool.class);
     static final long PROBE_INTERVAL_MILLIS = 500;
     static final long EMPTY_POOL_SLICE_MILLIS = 250;
 

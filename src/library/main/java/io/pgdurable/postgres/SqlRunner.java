@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
  */
 final class SqlRunner {
     // The provider's logger name, as before these classes were split out, so logging configuration still applies.
-    private static final Logger LOG = LoggerFactory.getLogger(PostgresProvider.class);
+    private static final Logger LOG = LoggerFactory.getLogger(SqlRunner.class);
 
     @FunctionalInterface
     interface SqlWork<T> {

@@ -3,14 +3,14 @@ package io.pgdurable.postgres;
 /**
  * Every SQL statement the provider sends, in one place. Each calls one function of the schema (see
  * {@code migrations/}), so an operation is one round trip and one transaction. The schema name is the only text
- * spliced in, validated and quoted; every value is a bind parameter, except the provider's own origin (generated
- * here, hexadecimal, checked) in the write mark.
+ * spliced in, validated and quoted; every value is a bind parameter.
  *
- * <p>Every statement that writes a queue table passes its time argument through {@code provider_write(now, origin,
- * announced)}, which marks the transaction for the schema's notify triggers before the function body runs:
- * announced writes are skipped by the triggers (the provider announces them after the commit); with
- * {@code transactionalNotify} the triggers notify from inside the transaction and name the origin, so the writing
- * provider ignores the echo of what it already routed to its own waiters.
+ * <p>Every statement that writes a queue table passes its time argument through {@code provider_write(now, NULL,
+ * true)}, which marks the transaction for the schema's notify triggers before the function body runs:
+ * the triggers skip a provider's writes, which the provider announces itself after the commit. Claims pass it through
+ * {@code provider_claim} instead, which also commits the claim without waiting for its WAL flush: a
+ * claim is a lease, and one lost in a server crash is a lease that ended early (the work is claimable again, the
+ * holder's ack fails on its token). The flush wait was half of a claim's time (docs/decisions.md).
  */
 final class Statements {
     final String fetchOrchestrationItem;
@@ -89,33 +89,10 @@ final class Statements {
     final String setLocalScanTimeouts = "SELECT set_config('lock_timeout', ?, true), "
             + "set_config('statement_timeout', ?, true)";
 
-    /** Statements of a provider whose writes are announced after commit and skipped by the notify triggers. */
     Statements(String schema) {
-        this(schema, null, false);
-    }
-
-    /**
-     * @param origin              the announcer's origin, named in trigger payloads of transactional writes
-     * @param transactionalNotify the notify triggers fire for this provider's writes too
-     */
-    Statements(String schema, String origin, boolean transactionalNotify) {
-        this(schema, origin, transactionalNotify, false);
-    }
-
-    /**
-     * @param asyncClaimCommit claims (the three fetch statements) commit without waiting for their WAL flush
-     *                         ({@code provider_claim}): a lease lost in a server crash is a lease
-     *                         expired early
-     */
-    Statements(String schema, String origin, boolean transactionalNotify, boolean asyncClaimCommit) {
         String s = Identifiers.quote(schema) + ".";
-        if (origin != null && !origin.matches("[0-9a-f]{1,32}")) {
-            throw new IllegalArgumentException("origin must be lowercase hexadecimal, was '" + origin + "'");
-        }
-        String markArguments = "(?, " + (transactionalNotify && origin != null ? "'" + origin + "'" : "NULL") + ", "
-                + !transactionalNotify + ")";
-        String mark = s + "provider_write" + markArguments;
-        String claimMark = s + (asyncClaimCommit ? "provider_claim" : "provider_write") + markArguments;
+        String mark = s + "provider_write(?, NULL, true)";
+        String claimMark = s + "provider_claim(?, NULL, true)";
         fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(" + marked(6, 1, claimMark) + ")";
         ackOrchestrationItem = "SELECT " + s + "ack_orchestration_turn(" + marked(31, 2, mark) + ")";
         abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(" + marked(4, 2, mark) + ")";

@@ -1,11 +1,17 @@
 package io.pgdurable.postgres;
 
+import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
+
+import io.pgdurable.longpoll.Hint;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.Events;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.ScheduledActivityIdentifier;
 import io.pgdurable.spi.WorkItem;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -14,7 +20,8 @@ import java.util.Set;
 /**
  * Turns one orchestration ack into the parallel arrays of {@code ack_orchestration_item}: the history delta, the
  * items for both queues, and the two things the provider must derive from events (the last custom-status update,
- * the key-value mutations). Everything is validated here, before any SQL runs.
+ * the key-value mutations). Everything is validated here, before any SQL runs; {@link #bind} sets the turn's
+ * arguments of every form of the ack.
  */
 final class TurnEncoder {
     static final String OP = "ackOrchestrationItem";
@@ -44,6 +51,11 @@ final class TurnEncoder {
     final Long[] cancelExecutions;
     final Long[] cancelActivities;
     final Long pinnedVersion;
+    /** The ack's time (application clock), its execution, metadata and worker items as given. */
+    final long now;
+    final long executionId;
+    final ExecutionMetadata metadata;
+    final List<WorkItem> workers;
 
     TurnEncoder(Payloads payloads, long now, long executionId, List<Event> delta, List<WorkItem> workers,
                 List<WorkItem> orchestrators, ExecutionMetadata metadata,
@@ -61,6 +73,10 @@ final class TurnEncoder {
                     + STATUSES);
         }
         payloads.checkSize(OP, "metadata output", metadata.output());
+        this.now = now;
+        this.executionId = executionId;
+        this.metadata = metadata;
+        this.workers = workers;
         pinnedVersion = metadata.pinnedVersion() == null ? null : metadata.pinnedVersion().packed();
 
         int n = delta.size();
@@ -162,6 +178,48 @@ final class TurnEncoder {
             cancelExecutions[i] = id.executionId();
             cancelActivities[i] = id.activityId();
         }
+    }
+
+    /** What the turn makes claimable now or later, announcing {@code announcedWorkers} of its activities. */
+    List<Hint> hints(List<WorkItem> announcedWorkers) {
+        return Announcements.turn(now, announcedWorkers, orchInstances, orchVisibleAt, null);
+    }
+
+    /** Binds the turn's 31 arguments from the first, for {@code lockToken}; returns the next parameter index. */
+    int bind(Connection c, PreparedStatement ps, String lockToken) throws SQLException {
+        int i = 1;
+        ps.setString(i++, lockToken);
+        ps.setLong(i++, now);
+        ps.setLong(i++, executionId);
+        ps.setArray(i++, c.createArrayOf("bigint", eventIds));
+        ps.setArray(i++, c.createArrayOf("text", eventTypes));
+        ps.setArray(i++, c.createArrayOf("text", eventData));
+        ps.setArray(i++, c.createArrayOf("text", workerItems));
+        ps.setArray(i++, c.createArrayOf("text", workerInstances));
+        ps.setArray(i++, c.createArrayOf("bigint", workerExecutions));
+        ps.setArray(i++, c.createArrayOf("bigint", workerActivities));
+        ps.setArray(i++, c.createArrayOf("text", workerSessions));
+        ps.setArray(i++, c.createArrayOf("text", workerTags));
+        ps.setArray(i++, c.createArrayOf("text", orchInstances));
+        ps.setArray(i++, c.createArrayOf("text", orchKinds));
+        ps.setArray(i++, c.createArrayOf("text", orchItems));
+        ps.setArray(i++, c.createArrayOf("bigint", orchVisibleAt));
+        ps.setString(i++, metadata.status());
+        ps.setString(i++, metadata.output());
+        ps.setString(i++, metadata.orchestrationName());
+        ps.setString(i++, metadata.orchestrationVersion());
+        ps.setString(i++, metadata.parentInstanceId());
+        setLongOrNull(ps, i++, pinnedVersion);
+        ps.setInt(i++, customStatusAction);
+        ps.setString(i++, customStatus);
+        ps.setArray(i++, c.createArrayOf("text", kvOps));
+        ps.setArray(i++, c.createArrayOf("text", kvKeys));
+        ps.setArray(i++, c.createArrayOf("text", kvValues));
+        ps.setArray(i++, c.createArrayOf("bigint", kvUpdatedMs));
+        ps.setArray(i++, c.createArrayOf("text", cancelInstances));
+        ps.setArray(i++, c.createArrayOf("bigint", cancelExecutions));
+        ps.setArray(i++, c.createArrayOf("bigint", cancelActivities));
+        return i;
     }
 
     private static String string(Event e, Map<String, Object> f, String name) {

@@ -29,16 +29,6 @@ class ReadmeExamplesTest {
     }
 
     @Test
-    void the_transactional_notify_example_long_polls_on_an_activated_schema() {
-        String schema = TestDatabase.newSchemaName("readme_tx");
-        try {
-            assertTrue(TransactionalNotifyExample.run(TestDatabase.url(), schema).isPresent());
-        } finally {
-            TestDatabase.dropSchema(schema);
-        }
-    }
-
-    @Test
     void the_round_trip_examples_ack_everything_once() {
         String schema = TestDatabase.newSchemaName("readme_ack");
         try (PostgresProvider provider = PostgresProvider.create(TestDatabase.config(schema).build())) {
@@ -61,11 +51,6 @@ class ReadmeExamplesTest {
     @Test
     void readme_shows_the_quick_start_exactly_as_compiled() throws IOException {
         assertReadmeShows("QuickStart.java", "quick-start", "        ");
-    }
-
-    @Test
-    void readme_shows_the_transactional_notify_example_exactly_as_compiled() throws IOException {
-        assertReadmeShows("TransactionalNotifyExample.java", "transactional-notify", "        ");
     }
 
     /** The lines between {@code README:<name>:begin} and {@code :end} of {@code file}, unindented, are in README.md. */

@@ -213,8 +213,8 @@ class PgDurableMetricsTest {
     @Test
     void a_parked_fetch_woken_by_another_process_counts_a_notification_wake_and_a_local_one_an_announcement() {
         newSchema();
-        // Hand-over off: the own write is announced (the hand-over's wake is the next test's subject).
-        PostgresProvider p = openMeasured(longPolling().handOverToParkedFetches(false));
+        // The own write is a batched enqueue, which is announced (the hand-over's wake is the next test's subject).
+        PostgresProvider p = openMeasured(longPolling());
         PostgresProvider other = open(TestDatabase.config(schema)); // announces by NOTIFY: the schema is activated
         awaitValue("listener up", 1, () -> gauge("pgdurable.listener.up"));
 
@@ -228,7 +228,7 @@ class PgDurableMetricsTest {
         p.ackWorkItem(first.lockToken(), null);
 
         Future<Optional<FetchedWorkItem>> parkedAgain = parkFetch(p, 2);
-        p.enqueueForWorker(activity(2)); // this process's own write: woken without the round trip
+        p.enqueueAllForWorker(List.of(activity(2))); // this process's own write: woken without the round trip
         FetchedWorkItem second = get(parkedAgain).orElseThrow();
         assertEquals(1, wakes("worker", "announcement"));
         assertEquals(1, wakes("worker", "notification"));

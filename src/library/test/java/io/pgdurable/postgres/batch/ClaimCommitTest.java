@@ -19,10 +19,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Which transactions wait for their WAL flush: with {@code asyncClaimCommit} (the default) the three claims commit
- * asynchronously and everything that records work (enqueues, acks, turn acks) synchronously; switched off, every
- * transaction waits. Observed from inside each transaction by a test trigger that records the transaction's
- * {@code synchronous_commit} setting.
+ * Which transactions wait for their WAL flush: the three claims commit asynchronously and everything that records
+ * work (enqueues, acks, turn acks) synchronously. Observed from inside each transaction by a test trigger that
+ * records the transaction's {@code synchronous_commit} setting.
  */
 class ClaimCommitTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
@@ -89,18 +88,5 @@ class ClaimCommitTest {
         List<String> ack = modes();
         assertEquals(List.of(), ack.stream().filter(m -> !m.endsWith(" default")).toList(),
                 "a turn ack waits: " + ack);
-    }
-
-    @Test
-    void switched_off_every_transaction_waits() {
-        PostgresProvider p = provider(b -> b.asyncClaimCommit(false));
-        p.enqueueForWorker(activity(1));
-        p.fetchWorkItem(LOCK, Duration.ZERO, null, TagFilter.defaultOnly()).orElseThrow();
-        p.fetchWorkItems(LOCK, WorkBatch.upTo(2), null, TagFilter.defaultOnly());
-        p.enqueueForOrchestrator(new WorkItem.StartOrchestration("o1", "Orch", "{}", "1.0.0"), null);
-        p.fetchOrchestrationItem(LOCK, Duration.ZERO, null).orElseThrow();
-        List<String> all = modes();
-        assertEquals(List.of("worker_queue INSERT default", "worker_queue UPDATE default",
-                "orchestrator_queue INSERT default", "orchestrator_queue UPDATE default"), all);
     }
 }

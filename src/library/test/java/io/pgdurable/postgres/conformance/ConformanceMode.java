@@ -25,7 +25,6 @@ import io.pgdurable.conformance.TagFilteringTests;
 import io.pgdurable.postgres.LongPollTestFactory;
 import io.pgdurable.postgres.PostgresTestFactory;
 import io.pgdurable.postgres.RuntimeRoleTestFactory;
-import io.pgdurable.postgres.TransactionalNotifyTestFactory;
 import io.pgdurable.postgres.acks.AckViaTestFactory;
 import io.pgdurable.postgres.batch.BatchedAckTestFactory;
 import io.pgdurable.postgres.pgbouncer.PgBouncerTestFactory;
@@ -48,8 +47,6 @@ public enum ConformanceMode {
     SHORT_POLL(PostgresTestFactory::new, Modules.SHORT_POLL_CONTRACT),
     /** Long polling on: every provider LISTENs and parks fetches. */
     LONG_POLL(LongPollTestFactory::new, Modules.LONG_POLL_CONTRACT),
-    /** Long polling on, every write firing the schema's notify triggers inside its own transaction. */
-    TRANSACTIONAL_NOTIFY(TransactionalNotifyTestFactory::new, Modules.LONG_POLL_CONTRACT),
     /**
      * Long polling on, every provider connected as a least-privilege runtime role with {@code VERIFY_ONLY}, on
      * schemas that an owner role migrated and activated (docs/roles.md).

@@ -7,8 +7,7 @@ import io.pgdurable.spi.WorkItem;
 
 /**
  * A writer process that dies right after its enqueue commits: no shutdown hook, no close, no announcement sent
- * after the fact. Run in a JVM of its own by {@link NotifyTriggersTest}: {@code <jdbcUrl> <schema>
- * <transactionalNotify> <instance>}.
+ * after the fact. Run in a JVM of its own by {@link NotifyTriggersTest}: {@code <jdbcUrl> <schema> <instance>}.
  */
 public final class HaltingWriter {
     private HaltingWriter() {}
@@ -19,10 +18,9 @@ public final class HaltingWriter {
                 .schema(args[1])
                 .poolSize(1)
                 .migrationPolicy(MigrationPolicy.VERIFY_ONLY)
-                .transactionalNotify(Boolean.parseBoolean(args[2]))
                 .build();
         PostgresProvider provider = PostgresProvider.create(config);
-        provider.enqueueForWorker(new WorkItem.ActivityExecute(args[3], 1, 1, "Halted", "{}"));
+        provider.enqueueForWorker(new WorkItem.ActivityExecute(args[2], 1, 1, "Halted", "{}"));
         System.out.println("committed");
         System.out.flush();
         Runtime.getRuntime().halt(0);

@@ -202,19 +202,6 @@ class HandOverTest {
         }
     }
 
-    @Test
-    void with_hand_over_off_a_parked_fetch_is_woken_and_claims() throws Exception {
-        try (LongPollHarness h = open("hooff", b -> b.handOverToParkedFetches(false))) {
-            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
-            int wakes = (int) h.signals.wakes();
-            h.provider.enqueueForWorker(activity("ho-off", 1));
-            FetchedWorkItem got = w.get(GET).orElseThrow();
-            assertEquals(1, got.attemptCount());
-            assertEquals(List.of(WakeSource.ANNOUNCEMENT), h.signals.wakeSourcesSince(wakes));
-            assertNull(h.poller().reserve(QueueKind.WORKER, takes -> true), "nothing parked that takes hand-overs");
-        }
-    }
-
     // ------------------------------------------------------------------ orchestrator queue
 
     @Test

@@ -35,7 +35,7 @@ import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 
 /**
- * An idle announcer's hints travel inside the writing statement ({@code inlineNotifyWhenIdle}): another process is
+ * An idle announcer's hints travel inside the writing statement: another process is
  * woken by the write's own commit, a failed write tells nobody, and under load the announcer batches as before.
  */
 class InlineNotifyTest {
@@ -177,17 +177,5 @@ class InlineNotifyTest {
             fetched++;
         }
         assertEquals(n, fetched);
-    }
-
-    @Test
-    void switched_off_every_announcement_takes_the_announcer() throws Exception {
-        Counts counts = new Counts();
-        PostgresProvider writer = provider(counts, b -> b.inlineNotifyWhenIdle(false));
-        PostgresProvider other = provider(new Counts(), b -> b);
-        CompletableFuture<Optional<FetchedWorkItem>> fetch = parkedFetch(other);
-        writer.enqueueForWorker(activity(1));
-        assertTrue(fetch.get(5, TimeUnit.SECONDS).isPresent());
-        assertEquals(0, counts.inlineHandedOut.get());
-        Waits.until(() -> counts.sendTransactions.get() >= 1, Duration.ofSeconds(5), () -> "the announcer sent it");
     }
 }

@@ -270,8 +270,9 @@ class LongPollProviderTest {
      */
     @Test
     void a_wake_held_by_a_fetch_whose_deadline_ends_while_coalescing_goes_to_another_fetch() {
-        // The fresh instance must reach the older fetch as a wake: a hand-over would give it to that fetch directly.
-        try (LongPollHarness h = open("lpcoalesce", b -> NO_FALLBACK.apply(b).handOverToParkedFetches(false));
+        // The fresh instance must reach the older fetch as a wake: a hand-over would give it to that fetch directly,
+        // so every write of this test is a batched enqueue (see announced).
+        try (LongPollHarness h = open("lpcoalesce", NO_FALLBACK);
              LongPollHarness elsewhere = onSchema(h.schema, NO_FALLBACK)) {
             h.warmUp();
             // Time is the subject: on a loaded machine the older fetch's pause can end before its deadline, and then
@@ -297,13 +298,13 @@ class LongPollProviderTest {
     @Test
     void a_wake_for_a_fetch_pausing_after_useless_wakes_goes_to_a_fetch_that_claims_at_once() {
         UnaryOperator<PostgresProviderConfig.Builder> slowCadence =
-                b -> NO_FALLBACK.apply(b).handOverToParkedFetches(false).wakeCoalescing(Duration.ofSeconds(5));
+                b -> NO_FALLBACK.apply(b).wakeCoalescing(Duration.ofSeconds(5));
         try (LongPollHarness h = open("lppausehandon", slowCadence);
              LongPollHarness elsewhere = onSchema(h.schema, slowCadence)) {
             PostgresProvider p = h.provider;
             h.warmUp();
             h.startInstance("locked");
-            p.enqueueForOrchestrator(event("locked", "m1"), null);
+            announced(p, event("locked", "m1"));
             // Held by another provider (process): this one cannot know the instance is locked, so it wakes for it.
             FetchedOrchestration held = elsewhere.provider.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)
                     .orElseThrow();
@@ -317,7 +318,7 @@ class LongPollProviderTest {
                 // passed on. Counting wakes instead let round m3 start while the older fetch, woken but not yet
                 // running, still looked parked; the m3 wake then went to the younger fetch and neither paused.
                 long before = h.signals.uselessWakes();
-                p.enqueueForOrchestrator(event("locked", "m" + k), null);
+                announced(p, event("locked", "m" + k));
                 h.signals.await(() -> h.signals.uselessWakes() >= before + 2, Duration.ofSeconds(5),
                         "both useless claims for m" + k);
                 Waits.until(() -> older.parked() && younger.parked(), Duration.ofSeconds(5),
@@ -326,7 +327,7 @@ class LongPollProviderTest {
             assertTrue(h.signals.uselessWakes() >= useless + 2, "the locked instance's wakes were useless");
             int sources = h.signals.wakeSourcesSince(0).size();
             long t0 = System.nanoTime();
-            p.enqueueForOrchestrator(start("fresh"), null);
+            announced(p, start("fresh"));
             FetchedOrchestration got = younger.get(GET).orElseThrow(() -> new AssertionError(
                     "the younger fetch never got the fresh instance; the older fetch " + older.describe()));
             long ms = younger.millisSince(t0);
@@ -346,13 +347,21 @@ class LongPollProviderTest {
         }
     }
 
+    /**
+     * Writes {@code item} so that it reaches this provider's parked fetches as a wake, never by a hand-over: a batched
+     * enqueue is never handed over, it announces its items.
+     */
+    private static void announced(PostgresProvider p, WorkItem item) {
+        p.enqueueAllForOrchestrator(List.of(item), null);
+    }
+
     /** One round of the coalescing hand-off; null when it proved the hand-off, else why the timing slipped. */
     private static String coalescingRound(LongPollHarness h, LongPollHarness elsewhere, int round) {
         PostgresProvider p = h.provider;
         String locked = "locked" + round;
         String fresh = "fresh" + round;
         h.startInstance(locked);
-        p.enqueueForOrchestrator(event(locked, "m1"), null);
+        announced(p, event(locked, "m1"));
         // Held by another provider (process): this one cannot know the instance is locked, so it wakes for it.
         FetchedOrchestration held = elsewhere.provider.fetchOrchestrationItem(LONG_LOCK, Duration.ZERO, null)
                 .orElseThrow();
@@ -365,15 +374,15 @@ class LongPollProviderTest {
             long at = k == 2 ? 1_250 : 1_440;
             LockSupport.parkNanos(older.startNanos() + TimeUnit.MILLISECONDS.toNanos(at) - System.nanoTime());
             long wakes = h.signals.wakes();
-            p.enqueueForOrchestrator(event(locked, "m" + k), null); // wakes the older fetch: still locked
+            announced(p, event(locked, "m" + k)); // wakes the older fetch: still locked
             h.signals.await(() -> h.signals.wakes() > wakes, Duration.ofSeconds(5), "the wake for m" + k);
             Waits.until(() -> older.parked() || older.isDone(), Duration.ofSeconds(5), () -> "older to park again");
         }
         long t0 = System.nanoTime();
-        p.enqueueForOrchestrator(start(fresh), null);
+        announced(p, start(fresh));
         Optional<FetchedOrchestration> olderGot = older.get(GET);
         if (olderGot.isPresent()) {
-            p.enqueueForOrchestrator(start("release" + round), null); // the younger fetch need not wait out 10 s
+            announced(p, start("release" + round)); // the younger fetch need not wait out 10 s
         }
         Optional<FetchedOrchestration> got = younger.get(GET);
         long ms = younger.millisSince(t0);
@@ -939,9 +948,9 @@ class LongPollProviderTest {
 
     @Test
     void one_item_wakes_at_most_two_of_sixteen_parked_fetches() {
-        // The announcement's routing is the subject: no hand-over (HandOverTest), so every item is announced.
-        try (LongPollHarness h = open("lpwakes", b -> b.poolSize(6).handOverToParkedFetches(false)
-                .fallbackPollInterval(Duration.ofSeconds(30)))) {
+        // The announcement's routing is the subject, not the hand-over (HandOverTest): the items are written by
+        // batched enqueues, which announce them.
+        try (LongPollHarness h = open("lpwakes", b -> b.poolSize(6).fallbackPollInterval(Duration.ofSeconds(30)))) {
             PostgresProvider p = h.provider;
             LongPoller poller = h.poller();
             h.warmUp();
@@ -954,7 +963,7 @@ class LongPollProviderTest {
                 long before = poller.wakesIssued();
                 int notes = h.signals.notificationCount();
                 WorkItem.ActivityExecute item = activity("fanout", n);
-                p.enqueueForWorker(item);
+                p.enqueueAllForWorker(List.of(item));
                 BackgroundFetch<FetchedWorkItem> winner = awaitAnyDone(parked, GET);
                 FetchedWorkItem got = winner.get(GET).orElseThrow(() -> new AssertionError("empty: "
                         + winner.describe()));
@@ -1007,8 +1016,9 @@ class LongPollProviderTest {
 
     @Test
     void own_writes_wake_local_fetches_once_and_other_providers_by_notify() {
-        // The announcement and its echo are the subject: no hand-over (HandOverTest), so the local item is announced.
-        try (LongPollHarness h = open("lpown", b -> NO_FALLBACK.apply(b).handOverToParkedFetches(false));
+        // The announcement and its echo are the subject, not the hand-over (HandOverTest): the local item is written
+        // by a batched enqueue, which announces it.
+        try (LongPollHarness h = open("lpown", NO_FALLBACK);
              LongPollHarness other = onSchema(h.schema, NO_FALLBACK)) {
             h.warmUp();
             LongPoller poller = h.poller();
@@ -1018,7 +1028,7 @@ class LongPollProviderTest {
                 int notes = h.signals.notificationCount();
                 BackgroundFetch<FetchedWorkItem> local = h.parkWorker("local-" + n, POLL);
                 h.signals.await(() -> poller.waiting() == 1, GET, "the local fetch parked");
-                h.provider.enqueueForWorker(activity("own", n));
+                h.provider.enqueueAllForWorker(List.of(activity("own", n)));
                 FetchedWorkItem got = local.get(GET).orElseThrow(() -> new AssertionError("local: no wake"));
                 // the announcement comes back by NOTIFY and is ignored (the claim's lease end too, when it is told:
                 // only while no earlier lease end is ahead of it)

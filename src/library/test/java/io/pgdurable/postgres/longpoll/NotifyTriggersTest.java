@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pgdurable.longpoll.Hint;
-import io.pgdurable.longpoll.LongPollSignals;
 import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.WakeSource;
 import io.pgdurable.postgres.Identifiers;
@@ -34,7 +33,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;
@@ -43,8 +41,8 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * The schema's notify triggers: installed disabled, switched by activation, skipped for a provider's
- * announced writes, firing inside every other writer's transaction, and inside a provider's own transactions with
- * {@code transactionalNotify}. A raw LISTEN connection plays the other process where payloads are counted.
+ * announced writes, firing inside every other writer's transaction. A raw LISTEN connection plays the other process
+ * where payloads are counted.
  */
 class NotifyTriggersTest {
     private static final Duration LOCK = Duration.ofSeconds(30);
@@ -270,43 +268,6 @@ class NotifyTriggersTest {
     }
 
     @Test
-    void transactional_writes_notify_from_inside_their_transactions_naming_their_origin() throws SQLException {
-        AtomicInteger announcerSends = new AtomicInteger();
-        LongPollSignals countingSends = new LongPollSignals() {
-            @Override
-            public void announced(int payloads) {
-                announcerSends.incrementAndGet();
-            }
-        };
-        String schema = TestDatabase.newSchemaName("trg_tx");
-        PostgresProviderConfig config = TestDatabase.config(schema).transactionalNotify(true).ackBatchSize(2)
-                .longPollSignals(countingSends).build();
-        try (PostgresProvider ignored = PostgresProvider.create(config.toBuilder().longPolling(true).build())) {
-            // the schema is activated (APPLY_ALL + long polling); now the transactional short-polling writer
-            try (PostgresProvider p = PostgresProvider.create(config);
-                 Connection listener = listen(schema)) {
-                exerciseEveryWrite(p);
-                List<String> payloads = drain(listener, 1);
-                assertTrue(payloads.size() >= 8, "every kind of write notified: " + payloads);
-                String origin = Hint.origin(payloads.get(0));
-                assertNotNull(origin, payloads.toString());
-                for (String payload : payloads) {
-                    assertEquals(origin, Hint.origin(payload), "every payload names the writer: " + payloads);
-                    assertNotNull(Hint.parse(payload), "the listener understands it: " + payload);
-                }
-                assertTrue(payloads.stream().anyMatch(x -> x.startsWith("w|") && x.contains("|2|1|gpu|1|")),
-                        "the turn's activities, routed: " + payloads);
-                assertTrue(payloads.stream().anyMatch(x -> x.startsWith("s|")), "the session lease: " + payloads);
-                assertTrue(payloads.stream().anyMatch(x -> x.startsWith("o|") && x.contains("|2|")),
-                        "the batched enqueue's two instances counted together: " + payloads);
-                assertEquals(0, announcerSends.get(), "the announcer sent nothing: the triggers told everyone");
-            }
-        } finally {
-            TestDatabase.dropSchema(schema);
-        }
-    }
-
-    @Test
     void a_statement_announces_every_due_instance_once_or_its_earliest_future_time() throws SQLException {
         String schema = TestDatabase.newSchemaName("trg_count");
         PostgresProviderConfig config = TestDatabase.config(schema).longPolling(true).build();
@@ -346,41 +307,17 @@ class NotifyTriggersTest {
         return payloads.stream().filter(p -> Hint.origin(p) == null).toList();
     }
 
+    /**
+     * An idle provider's write carries its notification in its own statement, so it commits with the data: a writer
+     * that dies right after its commit has still told the other processes, with no fallback probe involved.
+     */
     @Test
-    void transactional_peers_do_not_wake_each_other_for_an_instance_that_cannot_start() throws Exception {
-        String schema = TestDatabase.newSchemaName("trg_peers");
-        PostgresProviderConfig config = TestDatabase.config(schema).longPolling(true).transactionalNotify(true)
-                .build();
-        List<BackgroundFetch<FetchedOrchestration>> fetches = new ArrayList<>();
-        try (PostgresProvider a = PostgresProvider.create(config);
-             PostgresProvider b = PostgresProvider.create(config);
-             Connection listener = listen(schema)) {
-            for (PostgresProvider p : List.of(a, b)) {
-                fetches.add(BackgroundFetch.start("peer", () -> p.fetchOrchestrationItem(LOCK, Duration.ofSeconds(3),
-                        null)).awaitParked(Duration.ofSeconds(5)));
-            }
-            // An event for an instance nobody started: every fetch finds it and cannot take it.
-            a.enqueueForOrchestrator(new WorkItem.ExternalRaised("never-started", "early", "{}"), null);
-            List<String> payloads = new ArrayList<>();
-            for (BackgroundFetch<FetchedOrchestration> f : fetches) {
-                assertTrue(f.get(Duration.ofSeconds(10)).isEmpty(), "nothing to claim");
-            }
-            payloads.addAll(drain(listener, 1));
-            // The enqueue's own notification, plus at most what each peer's fallback probe re-wakes (its claims
-            // notify nothing): not a storm of claims announcing each other.
-            assertTrue(payloads.size() <= 3, "notifications while two peers found nothing: " + payloads);
-        } finally {
-            TestDatabase.dropSchema(schema);
-        }
-    }
-
-    @Test
-    void a_transactional_writer_halted_right_after_its_commit_still_wakes_the_waiter() throws Exception {
+    void an_idle_writer_halted_right_after_its_commit_still_wakes_the_waiter() throws Exception {
         try (LongPollHarness h = LongPollHarness.open("trg_halt", NO_PROBE)) {
             int seen = h.signals.notificationCount();
             int wakesBefore = h.signals.wakeSourcesSince(0).size();
             BackgroundFetch<FetchedWorkItem> worker = h.parkWorker("worker", Duration.ofSeconds(60));
-            String output = runHaltingWriter(h.schema, true, "halted");
+            String output = runHaltingWriter(h.schema, "halted");
             assertTrue(output.contains("committed"), output);
             Optional<FetchedWorkItem> got = worker.get(Duration.ofSeconds(20));
             assertTrue(got.isPresent(), "woken: " + h.signals);
@@ -388,7 +325,7 @@ class NotifyTriggersTest {
             assertEquals(0, h.signals.fallbackPolls(), "not the fallback probe");
             List<String> payloads = h.signals.notificationsSince(seen);
             assertTrue(payloads.stream().anyMatch(p -> p.startsWith("w|") && p.contains("|1|1||0|")),
-                    "the writer's trigger notification: " + payloads);
+                    "the writer's notification: " + payloads);
             // A scan may also run meanwhile (a slow child JVM can outlast the periodic recovery scan's interval);
             // what matters is that the notification woke the fetch first.
             List<WakeSource> sources = h.signals.wakeSourcesSince(wakesBefore);
@@ -398,10 +335,10 @@ class NotifyTriggersTest {
     }
 
     /** Runs {@link HaltingWriter} in a JVM of its own on the test classpath and returns what it printed. */
-    private static String runHaltingWriter(String schema, boolean transactional, String instance) throws Exception {
+    private static String runHaltingWriter(String schema, String instance) throws Exception {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         Process process = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-                System.getProperty("java.class.path"), HaltingWriter.class.getName(), TestDatabase.url(), schema, Boolean.toString(transactional), instance)
+                System.getProperty("java.class.path"), HaltingWriter.class.getName(), TestDatabase.url(), schema, instance)
                 .redirectErrorStream(true)
                 .start();
         process.getOutputStream().close();
