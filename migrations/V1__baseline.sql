@@ -1749,44 +1749,36 @@ END
 $$;
 
 -- The provider's write mark. The provider wraps the time argument of every write in provider_write(...), which marks
--- its transaction with transaction-local settings (so they hold behind a transaction-pooling proxy):
---   * p_announced: pgdurable.announced = the schema, which the notify triggers' WHEN clause skips. The provider
---     announces those writes itself after the commit, in a short transaction that writes nothing to disk: a NOTIFY
---     inside a transaction takes a database-wide lock at commit until the commit record is flushed, so every
---     notifying transaction of the database would wait for the previous one's flush.
---   * otherwise (transactionalNotify): pgdurable.origin and pgdurable.now, so the triggers notify from inside the
---     transaction with the writer's origin (its own listener ignores the echo) and the writer's clock.
-CREATE FUNCTION ${schema}.provider_write(p_now BIGINT, p_origin TEXT, p_announced BOOLEAN)
+-- its transaction with a transaction-local setting (so it holds behind a transaction-pooling proxy):
+-- pgdurable.announced = the schema, which the notify triggers' WHEN clause skips. The provider announces those
+-- writes itself after the commit, in a short transaction that writes nothing to disk: a NOTIFY inside a transaction
+-- takes a database-wide lock at commit until the commit record is flushed, so every notifying transaction of the
+-- database would wait for the previous one's flush.
+CREATE FUNCTION ${schema}.provider_write(p_now BIGINT)
 RETURNS BIGINT
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    -- On every provider write: an announced one sets only what the triggers' WHEN clause reads.
-    IF p_announced THEN
-        PERFORM set_config('pgdurable.announced', '${schema_name}', true);
-    ELSE
-        PERFORM set_config('pgdurable.origin', COALESCE(p_origin, ''), true),
-                set_config('pgdurable.now', COALESCE(p_now::TEXT, ''), true);
-    END IF;
+    PERFORM set_config('pgdurable.announced', '${schema_name}', true);
     RETURN p_now;
 END
 $$;
 
 -- The same mark for the batched ack, whose time argument is one time per item.
-CREATE FUNCTION ${schema}.provider_write(p_nows BIGINT[], p_origin TEXT, p_announced BOOLEAN)
+CREATE FUNCTION ${schema}.provider_write(p_nows BIGINT[])
 RETURNS BIGINT[]
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    PERFORM ${schema}.provider_write((SELECT max(t) FROM unnest(p_nows) t), p_origin, p_announced);
+    PERFORM set_config('pgdurable.announced', '${schema_name}', true);
     RETURN p_nows;
 END
 $$;
 
 -- The same mark for writes without a time argument (deleting instances).
-CREATE FUNCTION ${schema}.provider_write(p_flag BOOLEAN, p_origin TEXT, p_announced BOOLEAN)
+CREATE FUNCTION ${schema}.provider_write(p_flag BOOLEAN)
 RETURNS BOOLEAN
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    PERFORM ${schema}.provider_write(NULL::BIGINT, p_origin, p_announced);
+    PERFORM set_config('pgdurable.announced', '${schema_name}', true);
     RETURN p_flag;
 END
 $$;
@@ -1797,12 +1789,12 @@ $$;
 -- item or instance is claimable again, exactly as after a lease expiry; the worker holding it then finds its token
 -- invalid at its ack, which stays a synchronous commit (as do enqueues, turn acks and worker acks). The flush wait
 -- is about half of a claim's time. Transaction-local, so it holds behind a transaction-pooling proxy.
-CREATE FUNCTION ${schema}.provider_claim(p_now BIGINT, p_origin TEXT, p_announced BOOLEAN)
+CREATE FUNCTION ${schema}.provider_claim(p_now BIGINT)
 RETURNS BIGINT
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
-    RETURN ${schema}.provider_write(p_now, p_origin, p_announced);
+    RETURN ${schema}.provider_write(p_now);
 END
 $$;
 
@@ -1888,30 +1880,21 @@ $$;
 -- REFERENCING trigger, enabled or not.
 --
 -- One NOTIFY per statement and queue, never one per row, nothing when no row qualifies; the payloads are those the
--- listener reads (docs/long-polling.md), optionally followed by |origin:
+-- listener reads (docs/long-polling.md):
 --   o|<at_ms>|<n>                   n instances claimable from at_ms (n = 0: a lease ends at at_ms)
 --   w|<at_ms>|<n>|<u>|<tags>|<s>    worker: u = 1 untagged items, tags comma-separated or '*', s = 1 session items
 --   s|<at_ms>                       a session lease ends at at_ms
 -- Orchestrator rows are counted the way the announcer merges due hints: every instance whose message is due (at or
--- before the writer's time: provider_write's, else the database clock) in one payload at the latest due time; only
--- when none is due does the payload name the earliest future time. Other future times (a transactionalNotify turn
--- that schedules timers beside its messages) reach other processes through a timer scan or the fallback probe,
--- while the writing provider routes all of them itself.
+-- before the database clock) in one payload at the latest due time; only when none is due does the payload name the
+-- earliest future time. Other future times of the same statement reach other processes through a timer scan or the
+-- fallback probe.
 
--- The writer's time in epoch milliseconds: the provider's (application clock) when it marked the transaction, else
--- the database clock.
+-- The writer's time in epoch milliseconds: the database clock (the writers these triggers serve are not providers,
+-- which pass their application clock to every function they call).
 CREATE FUNCTION ${schema}.notify_now()
 RETURNS BIGINT
 LANGUAGE sql VOLATILE AS $$
-    SELECT COALESCE(NULLIF(current_setting('pgdurable.now', true), '')::BIGINT,
-                    floor(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT);
-$$;
-
--- '|<origin>' when a provider wrote this transaction (its own listener ignores the echo), '' otherwise.
-CREATE FUNCTION ${schema}.notify_origin()
-RETURNS TEXT
-LANGUAGE sql STABLE AS $$
-    SELECT COALESCE('|' || NULLIF(current_setting('pgdurable.origin', true), ''), '');
+    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
 $$;
 
 -- The tag field of a worker payload: the listener routes by it, so a tag it could misread becomes "any tag".
@@ -1941,11 +1924,11 @@ BEGIN
       INTO v_due_at, v_due_n, v_first
       FROM unnest(p_at, p_instances) AS m(at, instance);
     IF v_due_n > 0 THEN
-        PERFORM pg_notify('${channel}', 'o|' || v_due_at || '|' || v_due_n || ${schema}.notify_origin());
+        PERFORM pg_notify('${channel}', 'o|' || v_due_at || '|' || v_due_n);
     ELSIF v_first IS NOT NULL THEN
         SELECT count(DISTINCT m.instance) INTO v_n FROM unnest(p_at, p_instances) AS m(at, instance)
          WHERE m.at = v_first;
-        PERFORM pg_notify('${channel}', 'o|' || v_first || '|' || v_n || ${schema}.notify_origin());
+        PERFORM pg_notify('${channel}', 'o|' || v_first || '|' || v_n);
     END IF;
 END
 $$;
@@ -1959,7 +1942,7 @@ LANGUAGE sql AS $$
                      || '|' || bool_or(r.tag IS NULL)::INT || '|'
                      || ${schema}.notify_tag_field(
                             COALESCE(array_agg(DISTINCT r.tag) FILTER (WHERE r.tag IS NOT NULL), '{}'))
-                     || '|' || bool_or(r.session IS NOT NULL)::INT || ${schema}.notify_origin())
+                     || '|' || bool_or(r.session IS NOT NULL)::INT)
       FROM unnest(p_at, p_tags, p_sessions) AS r(at, tag, session);
 $$;
 
@@ -1997,7 +1980,7 @@ DECLARE
 BEGIN
     SELECT min(r.locked_until_ms) INTO v_at FROM new_rows r;
     IF v_at IS NOT NULL THEN
-        PERFORM pg_notify('${channel}', 'o|' || v_at || '|0' || ${schema}.notify_origin());
+        PERFORM pg_notify('${channel}', 'o|' || v_at || '|0');
     END IF;
     RETURN NULL;
 END
@@ -2057,7 +2040,7 @@ DECLARE
 BEGIN
     SELECT min(r.locked_until_ms) INTO v_at FROM new_rows r;
     IF v_at IS NOT NULL THEN
-        PERFORM pg_notify('${channel}', 's|' || v_at || ${schema}.notify_origin());
+        PERFORM pg_notify('${channel}', 's|' || v_at);
     END IF;
     RETURN NULL;
 END
@@ -2074,7 +2057,7 @@ BEGIN
       FROM new_rows n JOIN old_rows o ON o.session_id = n.session_id
      WHERE n.locked_until_ms IS DISTINCT FROM o.locked_until_ms;
     IF v_at IS NOT NULL THEN
-        PERFORM pg_notify('${channel}', 's|' || v_at || ${schema}.notify_origin());
+        PERFORM pg_notify('${channel}', 's|' || v_at);
     END IF;
     RETURN NULL;
 END

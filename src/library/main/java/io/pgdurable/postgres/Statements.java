@@ -5,12 +5,12 @@ package io.pgdurable.postgres;
  * {@code migrations/}), so an operation is one round trip and one transaction. The schema name is the only text
  * spliced in, validated and quoted; every value is a bind parameter.
  *
- * <p>Every statement that writes a queue table passes its time argument through {@code provider_write(now, NULL,
- * true)}, which marks the transaction for the schema's notify triggers before the function body runs:
+ * <p>Every statement that writes a queue table passes its time argument through {@code provider_write(now)}, which
+ * marks the transaction for the schema's notify triggers before the function body runs:
  * the triggers skip a provider's writes, which the provider announces itself after the commit. Claims pass it through
  * {@code provider_claim} instead, which also commits the claim without waiting for its WAL flush: a
  * claim is a lease, and one lost in a server crash is a lease that ended early (the work is claimable again, the
- * holder's ack fails on its token). The flush wait was half of a claim's time (docs/decisions.md).
+ * holder's ack fails on its token). The flush wait is about half of a claim's time (docs/decisions.md).
  */
 final class Statements {
     final String fetchOrchestrationItem;
@@ -91,8 +91,8 @@ final class Statements {
 
     Statements(String schema) {
         String s = Identifiers.quote(schema) + ".";
-        String mark = s + "provider_write(?, NULL, true)";
-        String claimMark = s + "provider_claim(?, NULL, true)";
+        String mark = s + "provider_write(?)";
+        String claimMark = s + "provider_claim(?)";
         fetchOrchestrationItem = "SELECT * FROM " + s + "fetch_orchestration_item(" + marked(6, 1, claimMark) + ")";
         ackOrchestrationItem = "SELECT " + s + "ack_orchestration_turn(" + marked(31, 2, mark) + ")";
         abandonOrchestrationItem = "SELECT " + s + "abandon_orchestration_item(" + marked(4, 2, mark) + ")";

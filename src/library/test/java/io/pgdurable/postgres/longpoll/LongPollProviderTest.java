@@ -1152,7 +1152,7 @@ class LongPollProviderTest {
             String s = io.pgdurable.postgres.Identifiers.quote(h.schema);
             try (Connection c = TestDatabase.connect();
                  PreparedStatement ps = c.prepareStatement("SELECT " + s + ".enqueue_worker_item(?, " + s
-                         + ".provider_write(?, NULL, true), ?, 1, 1, NULL, NULL)")) {
+                         + ".provider_write(?), ?, 1, 1, NULL, NULL)")) {
                 ps.setString(1, item.toJson());
                 ps.setLong(2, System.currentTimeMillis());
                 ps.setString(3, item.instance());
