@@ -372,11 +372,41 @@ public final class PostgresProviderConfig {
     }
 
     /**
-     * A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface at
-     * the first connection as "No suitable driver", naming neither the URL nor the mistake.
+     * Checks a URL the way {@link Builder#build()} checks {@code jdbcUrl}, {@code directUrl} and {@code listenerUrl},
+     * naming it {@code name} in the message, so that a tool taking the URL under a name of its own (a command-line
+     * option) reports the name its user typed. A null URL passes. The message never shows a password.
+     *
+     * @throws IllegalArgumentException when the URL is not a {@code jdbc:postgresql:} URL the driver can read
      */
-    private static void checkParses(String name, String url) {
-        if (url != null && org.postgresql.Driver.parseURL(url, null) == null) {
+    public static void checkJdbcUrl(String name, String url) {
+        if (url == null) {
+            return;
+        }
+        if (!url.startsWith("jdbc:postgresql:")) {
+            throw new IllegalArgumentException(name + " must start with 'jdbc:postgresql:', was '" + redactUrl(url)
+                    + "'");
+        }
+        // pgjdbc has no user:password@ part: it reads it as part of the host name, and the connection then fails
+        // with an unknown host that names neither the mistake nor the fix.
+        int authority = url.startsWith("jdbc:postgresql://") ? "jdbc:postgresql://".length() : -1;
+        if (authority > 0) {
+            int end = url.length();
+            for (char c : new char[] {'/', '?'}) {
+                int i = url.indexOf(c, authority);
+                if (i >= 0 && i < end) {
+                    end = i;
+                }
+            }
+            if (url.substring(authority, end).contains("@")) {
+                throw new IllegalArgumentException(name + " has a user (and password) before the host, which the "
+                        + "PostgreSQL JDBC driver does not read: pass them as parameters instead, "
+                        + "jdbc:postgresql://HOST:PORT/DATABASE?user=NAME&password=SECRET, was '" + redactUrl(url)
+                        + "'");
+            }
+        }
+        // A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface
+        // at the first connection as "No suitable driver", naming neither the URL nor the mistake.
+        if (org.postgresql.Driver.parseURL(url, null) == null) {
             throw new IllegalArgumentException(name + " is not a URL the PostgreSQL driver can read (check the host, "
                     + "the port and the parameters), was '" + redactUrl(url) + "'");
         }
@@ -760,16 +790,8 @@ public final class PostgresProviderConfig {
             if ((jdbcUrl == null) == (dataSource == null)) {
                 throw new IllegalArgumentException("configure exactly one of jdbcUrl or dataSource");
             }
-            if (jdbcUrl != null && !jdbcUrl.startsWith("jdbc:postgresql:")) {
-                throw new IllegalArgumentException("jdbcUrl must start with 'jdbc:postgresql:', was '"
-                        + redactUrl(jdbcUrl) + "'");
-            }
-            checkParses("jdbcUrl", jdbcUrl);
-            if (directUrl != null && !directUrl.startsWith("jdbc:postgresql:")) {
-                throw new IllegalArgumentException("directUrl must start with 'jdbc:postgresql:', was '"
-                        + redactUrl(directUrl) + "'");
-            }
-            checkParses("directUrl", directUrl);
+            checkJdbcUrl("jdbcUrl", jdbcUrl);
+            checkJdbcUrl("directUrl", directUrl);
             if (transactionPooler) {
                 checkTransactionPooler();
             }
@@ -792,11 +814,7 @@ public final class PostgresProviderConfig {
                     throw new IllegalArgumentException("long polling with a DataSource needs listenerUrl (or "
                             + "directUrl): the listener opens its own direct connection");
                 }
-                if (listenerUrl != null && !listenerUrl.startsWith("jdbc:postgresql:")) {
-                    throw new IllegalArgumentException("listenerUrl must start with 'jdbc:postgresql:', was '"
-                            + redactUrl(listenerUrl) + "'");
-                }
-                checkParses("listenerUrl", listenerUrl);
+                checkJdbcUrl("listenerUrl", listenerUrl);
                 Objects.requireNonNull(listenerDriver, "listenerDriver");
                 Objects.requireNonNull(longPollSignals, "longPollSignals");
                 positive("fallbackPollInterval", fallbackPollInterval);
