@@ -17,7 +17,7 @@ import picocli.CommandLine.Spec;
  * announces its writes (wake-up notifications) to the others, and the schema's notify triggers are enabled so
  * every other writer's commit notifies too.
  */
-@Command(name = "activate", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+@Command(name = "activate", mixinStandardHelpOptions = true, versionProvider = Version.class,
         description = "Enable LISTEN/NOTIFY long polling on a migrated schema: providers announce their writes and "
                 + "the notify triggers wake parked fetches on every other writer's commit (schema-wide; --off "
                 + "disables both).")

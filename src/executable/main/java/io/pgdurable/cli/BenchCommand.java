@@ -22,7 +22,7 @@ import picocli.CommandLine.Spec;
  * pg_stat_statements by default), with progress, a JSON result and a Markdown report with SVG charts. Exit code 0
  * when every scenario ran (whether or not its targets were met), 1 when one failed or the database is unusable.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+@Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = Version.class,
         description = {"Benchmark short polling against long polling on one database: idle statements, wake "
                 + "latency, timers, lease recovery, wakes per item, throughput, fan-out, notification cost, "
                 + "orchestrations through the Durable Task sidecar.",
@@ -75,10 +75,9 @@ final class BenchCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--out must name a folder, and " + outDir
                     + " is a file");
         }
+        DatabaseOptions.checkUrl(spec, "--db", db);
         try {
             selected = Bench.select(scenarios);
-            PostgresProviderConfig.builder().jdbcUrl(db != null ? db : "jdbc:postgresql://localhost/postgres")
-                    .build();
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), PgDurableCli.redact(e.getMessage()));
         }

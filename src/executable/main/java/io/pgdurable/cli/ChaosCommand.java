@@ -22,7 +22,7 @@ import picocli.CommandLine.Spec;
  * the listener's link is cut, then a ledger check. Exit code 0 when nothing was lost and every second delivery is
  * explained by a failed ack, 1 otherwise (or when the database is unusable), 2 for a usage error.
  */
-@Command(name = "chaos", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+@Command(name = "chaos", mixinStandardHelpOptions = true, versionProvider = Version.class,
         description = {"Run producers and long-polling consumers on one schema while, at random intervals, the "
                 + "listener's backend is terminated, the pool's backends are terminated, and a loopback relay in "
                 + "front of the listener stops forwarding for a few seconds (a half-open link). Then check a ledger "
@@ -101,6 +101,7 @@ final class ChaosCommand implements Callable<Integer> {
     }
 
     private ChaosSettings settings() {
+        DatabaseOptions.checkUrl(spec, "--db", db);
         if (minutes != null && seconds != null) {
             throw new ParameterException(spec.commandLine(), "--minutes and --seconds exclude each other");
         }

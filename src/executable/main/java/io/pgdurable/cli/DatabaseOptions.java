@@ -44,11 +44,25 @@ final class DatabaseOptions {
             throw new ParameterException(spec.commandLine(), "--data-dir must name a directory, and " + dataDir
                     + " is a file");
         }
+        checkUrl(spec, "--db", db);
         try {
+            // the URL is checked above; what is left to fail here is the schema name
             PostgresProviderConfig.builder()
                     .jdbcUrl(db != null ? db : "jdbc:postgresql://localhost/postgres")
                     .schema(schema)
                     .build();
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), PgDurableCli.redact(e.getMessage()));
+        }
+    }
+
+    /**
+     * Rejects a URL option the PostgreSQL driver cannot use as a usage error naming the option the user typed (the
+     * library's own message names its setting, {@code jdbcUrl}). Null passes.
+     */
+    static void checkUrl(CommandSpec spec, String option, String url) {
+        try {
+            PostgresProviderConfig.checkJdbcUrl(option, url);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), PgDurableCli.redact(e.getMessage()));
         }

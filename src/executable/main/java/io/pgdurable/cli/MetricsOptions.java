@@ -11,7 +11,6 @@ import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.ProviderMetrics;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -76,7 +75,7 @@ final class MetricsOptions {
      * Starts the endpoint for {@code provider} and says where it is (warning when the address is not loopback);
      * null without {@code --metrics-port}.
      *
-     * @throws UncheckedIOException when the address cannot be bound
+     * @throws ServeCommand.CannotListen when the address cannot be bound (the port in use, an address not local)
      */
     MetricsEndpoint serve(PostgresProvider provider, PrintWriter out, PrintWriter err) {
         if (port == null) {
@@ -87,7 +86,7 @@ final class MetricsOptions {
         try {
             endpoint = MetricsEndpoint.start(new InetSocketAddress(address, port), registry, provider::health);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot serve metrics on " + host + ":" + port, e);
+            throw ServeCommand.CannotListen.of("the metrics port", host, port, "--metrics-port", "--metrics-host", e);
         }
         if (!address.isLoopbackAddress()) {
             err.println("warning: the metrics endpoint on " + host + " is not on a loopback address and has no "

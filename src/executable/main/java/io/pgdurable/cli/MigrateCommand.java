@@ -14,7 +14,7 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
 /** {@code pgdurable migrate}: applies the pending migrations to a schema, under the schema's migration lock. */
-@Command(name = "migrate", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+@Command(name = "migrate", mixinStandardHelpOptions = true, versionProvider = Version.class,
         description = "Apply pending schema migrations (creates the schema if needed) and print the resulting "
                 + "version.")
 final class MigrateCommand implements Callable<Integer> {
@@ -55,7 +55,7 @@ final class MigrateCommand implements Callable<Integer> {
             out.println("schema " + options.schema + " is at version " + Text.version(after)
                     + (after.upToDate() ? " (up to date)" : ""));
             if (!after.unknownApplied().isEmpty()) {
-                err.println("warning: the schema is ahead of this tool (" + PgDurableCli.VERSION + "): it has "
+                err.println("warning: the schema is ahead of this tool (" + Version.tool() + "): it has "
                         + "migration(s) it does not know: " + String.join(", ", after.unknownApplied()));
             }
             if (!after.failed().isEmpty()) {

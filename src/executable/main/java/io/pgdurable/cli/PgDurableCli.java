@@ -4,6 +4,9 @@ import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ProviderException;
 import java.io.PrintWriter;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -23,7 +26,7 @@ import picocli.CommandLine.Spec;
  * ({@link DataDirectory}); {@code serve --ephemeral} and {@code bench} start a throw-away one.
  * URLs are always shown through {@link PostgresProviderConfig#redactUrl(String)}.
  */
-@Command(name = "pgdurable", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+@Command(name = "pgdurable", mixinStandardHelpOptions = true, versionProvider = Version.class,
         description = "Schema tool, benchmark and Durable Task sidecar for pgdurable, the PostgreSQL provider for "
                 + "durable-workflow runtimes.",
         subcommands = {MigrateCommand.class, ActivateCommand.class, StatusCommand.class, BenchCommand.class,
@@ -31,16 +34,16 @@ import picocli.CommandLine.Spec;
                 CommandLine.HelpCommand.class},
         footer = {"", "Exit codes: 0 success, 1 provider/database error, 2 usage error."})
 public final class PgDurableCli implements Callable<Integer> {
-    static final String VERSION = "pgdurable 0.1.0";
-
     @Spec
     CommandSpec spec;
 
     @Override
     public Integer call() {
-        String commands = String.join(", ", spec.subcommands().keySet().stream().filter(c -> !c.equals("help"))
-                .toList());
-        throw new ParameterException(spec.commandLine(), "a command is required, one of: " + commands);
+        throw new ParameterException(spec.commandLine(), "a command is required, one of: " + commands(spec));
+    }
+
+    private static String commands(CommandSpec spec) {
+        return String.join(", ", spec.subcommands().keySet().stream().filter(c -> !c.equals("help")).toList());
     }
 
     public static void main(String[] args) {
@@ -67,15 +70,71 @@ public final class PgDurableCli implements Callable<Integer> {
 
     /**
      * A usage error is one line on stderr naming what was wrong and where the help is, exit code 2: the whole usage
-     * text after a typo buried the one line that mattered.
+     * text after a typo buried the one line that mattered. A mistyped command or option is followed by a line naming
+     * the closest ones.
      */
     private static int usageError(ParameterException e, String[] args) {
         CommandLine cmd = e.getCommandLine();
         PrintWriter err = cmd.getErr();
-        err.println("error: " + redact(e.getMessage()) + " (see '" + cmd.getCommandSpec().qualifiedName()
-                + " --help')");
+        String message = redact(e.getMessage());
+        if (e instanceof CommandLine.UnmatchedArgumentException u && !u.isUnknownOption()
+                && !u.getUnmatched().isEmpty() && cmd.getCommandSpec().parent() == null
+                && cmd.getParseResult() != null && !cmd.getParseResult().hasSubcommand()) {
+            // picocli says "Unmatched argument at index 0", which does not say that a command was expected
+            String typed = u.getUnmatched().get(0);
+            err.println("error: '" + typed + "' is not a command; the commands are " + commands(cmd.getCommandSpec())
+                    + " (see '" + cmd.getCommandSpec().qualifiedName() + " --help')");
+            List<String> close = closestCommands(typed, cmd.getCommandSpec());
+            if (!close.isEmpty()) {
+                err.println("Did you mean: " + String.join(" or ", close.stream()
+                        .map(c -> cmd.getCommandSpec().qualifiedName() + " " + c).toList()) + "?");
+            }
+        } else {
+            err.println("error: " + message + " (see '" + cmd.getCommandSpec().qualifiedName() + " --help')");
+            // a mistyped option: picocli names the options that start like it
+            CommandLine.UnmatchedArgumentException.printSuggestions(e, err);
+        }
         err.flush();
         return cmd.getCommandSpec().exitCodeOnInvalidInput();
+    }
+
+    /**
+     * The commands a mistyped one most likely meant: those it begins, and those within two edits (a transposed pair
+     * of letters counts as one), nearest first. picocli's own suggestions rank by letter-pair similarity, which
+     * offered {@code chaos} for {@code bnech} and three unrelated commands for a word like none of them.
+     */
+    static List<String> closestCommands(String typed, CommandSpec spec) {
+        String t = typed.toLowerCase(java.util.Locale.ROOT);
+        Map<String, Integer> distance = new LinkedHashMap<>();
+        for (String c : spec.subcommands().keySet()) {
+            int d = editDistance(t, c);
+            if (!c.equals("help") && (d <= Math.min(2, Math.max(1, t.length() / 3)) || t.length() >= 2
+                    && c.startsWith(t))) {
+                distance.put(c, d);
+            }
+        }
+        return distance.entrySet().stream().sorted(Map.Entry.comparingByValue()).map(Map.Entry::getKey).toList();
+    }
+
+    /** Optimal string alignment distance: insertions, deletions, substitutions and adjacent transpositions. */
+    private static int editDistance(String a, String b) {
+        int[][] d = new int[a.length() + 1][b.length() + 1];
+        for (int i = 0; i <= a.length(); i++) {
+            d[i][0] = i;
+        }
+        for (int j = 0; j <= b.length(); j++) {
+            d[0][j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            for (int j = 1; j <= b.length(); j++) {
+                int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+                d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + cost);
+                if (i > 1 && j > 1 && a.charAt(i - 1) == b.charAt(j - 2) && a.charAt(i - 2) == b.charAt(j - 1)) {
+                    d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+                }
+            }
+        }
+        return d[a.length()][b.length()];
     }
 
     /**

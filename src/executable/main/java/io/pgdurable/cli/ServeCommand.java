@@ -22,7 +22,7 @@ import picocli.CommandLine.Spec;
  * (or, in-process, until the running thread is interrupted). Stopping lets the workers return what they hold for a
  * few seconds and abandons the rest, so nothing is lost.
  */
-@Command(name = "serve", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+@Command(name = "serve", mixinStandardHelpOptions = true, versionProvider = Version.class,
         description = {"Run a Durable Task sidecar (the TaskHubSidecarService gRPC protocol of the Durable Task "
                 + "SDKs: Java 1.5.0, Dapr's Java client, JavaScript) on PostgreSQL, with LISTEN/NOTIFY long polling.",
                 "Point the SDK's worker and client at 127.0.0.1:p (Java: DurableTaskGrpcWorkerBuilder().port(p) and "
@@ -82,6 +82,20 @@ final class ServeCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--direct-db needs --db: it is the "
                     + "direct route beside a transaction-pooling proxy named by --db");
         }
+        DatabaseOptions.checkUrl(spec, "--direct-db", directDb);
+        if (directDb != null && directDb.equals(options.db)) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--direct-db is the same URL as "
+                    + "--db, which goes through the transaction pooler; point it at PostgreSQL itself");
+        }
+        if (port < 0 || port > 65535) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--port must be in 0..65535, was "
+                    + port);
+        }
+        // long polling parks fetches on the pool and needs a second connection for their retries and the scans
+        if (poolSize < 2 || poolSize > 1000) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--pool-size must be in 2..1000 "
+                    + "(long polling needs two connections at least), was " + poolSize);
+        }
         SidecarTls tls = tlsOptions.load(spec);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -106,10 +120,17 @@ final class ServeCommand implements Callable<Integer> {
             if (directDb != null) {
                 builder.transactionPooler(true).directUrl(directDb);
             }
-            PostgresProviderConfig config = builder.build();
+            PostgresProviderConfig config;
+            try {
+                config = builder.build();
+            } catch (IllegalArgumentException e) {
+                // the options are checked above; this names the library's setting, but is still the user's input
+                throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                        PgDurableCli.redact(e.getMessage()));
+            }
             String statusUrl = directDb != null ? directDb : db.url(); // LISTEN cannot go through the pooler
             try (PostgresProvider provider = PostgresProvider.create(config);
-                 SidecarServer sidecar = SidecarServer.start(provider, SidecarConfig.defaults(options.schema)
+                 SidecarServer sidecar = startSidecar(provider, SidecarConfig.defaults(options.schema)
                          .withHost(host).withPort(port).withStatusJdbcUrl(statusUrl).withTls(tls));
                  MetricsEndpoint endpoint = metrics.serve(provider, out, err)) {
                 if (tls != null) {
@@ -125,6 +146,10 @@ final class ServeCommand implements Callable<Integer> {
             out.println("Durable Task sidecar stopped");
             out.flush();
             return 0;
+        } catch (CannotListen e) {
+            err.println("error: " + e.getMessage());
+            err.flush();
+            return 1;
         } catch (UncheckedIOException e) {
             err.println("error: " + e.getMessage() + ": " + e.getCause().getMessage());
             err.flush();
@@ -138,6 +163,64 @@ final class ServeCommand implements Callable<Integer> {
             } catch (IllegalStateException shuttingDown) {
                 // the hook is running: it has what it waits for
             }
+        }
+    }
+
+    private SidecarServer startSidecar(PostgresProvider provider, SidecarConfig config) {
+        try {
+            return SidecarServer.start(provider, config);
+        } catch (UncheckedIOException e) {
+            throw CannotListen.of("the gRPC port", host, port, "--port", "--host", e);
+        }
+    }
+
+    /** A port serve cannot listen on, said the way the user can act on: which address, and the option to move. */
+    static final class CannotListen extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        private CannotListen(String message, Throwable cause) {
+            super(message, cause);
+        }
+
+        /**
+         * @param what        what was to listen there, e.g. "the gRPC port"
+         * @param portOption  the option that sets the port
+         * @param hostOption  the option that sets the address
+         */
+        static CannotListen of(String what, String host, int port, String portOption, String hostOption,
+                               Throwable failure) {
+            String address = (host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host) + ":" + port;
+            if (inUse(failure)) {
+                return new CannotListen(what + " " + address + " is in use (another process listens there): stop "
+                        + "that process or choose another port with " + portOption + " PORT (" + portOption
+                        + " 0 picks a free one)", failure);
+            }
+            return new CannotListen("cannot listen on " + address + " for " + what + ": " + reason(failure)
+                    + " (is " + host + " an address of this machine? choose another with " + hostOption + ")",
+                    failure);
+        }
+
+        /**
+         * Whether the bind failed because the port is taken. The JDK reports it as a {@link java.net.BindException};
+         * gRPC's native transport as an IOException carrying the system's own text (EADDRINUSE).
+         */
+        private static boolean inUse(Throwable failure) {
+            for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+                String m = t.getMessage();
+                if (m != null && m.contains("Address already in use")) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** The innermost cause's text: the system's reason rather than the wrappers' "Failed to bind". */
+        private static String reason(Throwable failure) {
+            Throwable innermost = failure;
+            while (innermost.getCause() != null && innermost.getCause() != innermost) {
+                innermost = innermost.getCause();
+            }
+            return innermost.getMessage() != null ? innermost.getMessage() : innermost.getClass().getSimpleName();
         }
     }
 }

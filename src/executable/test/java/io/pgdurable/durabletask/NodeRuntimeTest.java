@@ -22,6 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class NodeRuntimeTest {
     private static final String SDK = "node_modules/@microsoft/durabletask-js/package.json";
+    private static final NodeRuntime.Requirement REQUIRED = NodeRuntime.requiredNode(JsSdkEndToEndTest.JS_DIR);
 
     @TempDir
     Path tmp;
@@ -31,7 +32,7 @@ class NodeRuntimeTest {
         Path js = copyOfJsDir(tmp.resolve("js"));
         Path cache = NodeRuntime.cacheDir();
 
-        NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(List.of(), cache, "Linux", "amd64");
+        NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(List.of(), cache, "Linux", "amd64", REQUIRED);
         assertTrue(node.provisioned(), node.actions().toString());
         assertTrue(node.path().startsWith(cache), node.path() + " is not in the cache " + cache);
         assertEquals("v" + NodeRuntime.NODE_VERSION, node.version());
@@ -45,7 +46,7 @@ class NodeRuntimeTest {
         assertEquals(node.version() + " " + JsSdkEndToEndTest.SDK_VERSION + " function", loaded);
 
         Object unpacked = Files.readAttributes(node.path(), BasicFileAttributes.class).fileKey();
-        NodeRuntime.Node again = NodeRuntime.findOrProvisionNode(List.of(), cache, "Linux", "amd64");
+        NodeRuntime.Node again = NodeRuntime.findOrProvisionNode(List.of(), cache, "Linux", "amd64", REQUIRED);
         assertEquals(node.path(), again.path());
         assertTrue(again.actions().stream().noneMatch(a -> a.startsWith("downloaded")), again.actions().toString());
         assertEquals(unpacked, Files.readAttributes(again.path(), BasicFileAttributes.class).fileKey(),
@@ -64,20 +65,33 @@ class NodeRuntimeTest {
     }
 
     @Test
-    void aNodeOnThePathOlderThan20IsPassedOverForTheProvisionedOne() throws Exception {
-        Path bin = fakeNode("v18.19.1");
+    void theRequiredNodeIsTheHighestEnginesMinimumInTheLockFile() {
+        assertEquals(22, REQUIRED.major(), REQUIRED.toString());
+        assertEquals("Node.js 22 (@microsoft/durabletask-js " + JsSdkEndToEndTest.SDK_VERSION + " declares node "
+                + ">=22.0.0)", REQUIRED.toString());
+        assertEquals(6, NodeRuntime.minimumMajor("6.* || 8.* || >= 10.*"));
+        assertEquals(12, NodeRuntime.minimumMajor("^12.20.0 || >=14"));
+        assertEquals(0, NodeRuntime.minimumMajor("*"));
+        assertEquals(0, NodeRuntime.minimumMajor("<18 || >=20"));
+    }
+
+    /** Node 20 runs `npm ci` with a warning only, then the SDK on an engine it does not support. */
+    @Test
+    void aNodeOnThePathOlderThanThePackagesNeedIsPassedOverForTheProvisionedOne() throws Exception {
+        Path bin = fakeNode("v20.20.2");
         NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(List.of(bin), NodeRuntime.cacheDir(), "Linux",
-                "amd64");
+                "amd64", REQUIRED);
         assertTrue(node.provisioned(), node.actions().toString());
         assertEquals("v" + NodeRuntime.NODE_VERSION, node.version());
-        assertTrue(String.join(" ", node.actions()).contains("v18.19.1, older than 20"), node.actions().toString());
+        assertTrue(String.join(" ", node.actions()).contains("v20.20.2, older than Node.js 22 "
+                + "(@microsoft/durabletask-js"), node.actions().toString());
     }
 
     @Test
-    void aNode20OrNewerOnThePathIsUsedAsItIs() throws Exception {
+    void aNodeAsNewAsThePackagesNeedOnThePathIsUsedAsItIs() throws Exception {
         Path bin = fakeNode("v22.1.0");
         Path cache = tmp.resolve("unused-cache");
-        NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(List.of(bin), cache, "Linux", "amd64");
+        NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(List.of(bin), cache, "Linux", "amd64", REQUIRED);
         assertFalse(node.provisioned(), node.actions().toString());
         assertEquals(bin.resolve("node"), node.path());
         assertEquals("v22.1.0", node.version());
@@ -89,17 +103,17 @@ class NodeRuntimeTest {
         Path cache = tmp.resolve("cache");
         for (String[] platform : List.of(new String[] {"Linux", "aarch64"}, new String[] {"Mac OS X", "x86_64"})) {
             IllegalStateException e = assertThrows(IllegalStateException.class,
-                    () -> NodeRuntime.findOrProvisionNode(List.of(), cache, platform[0], platform[1]));
+                    () -> NodeRuntime.findOrProvisionNode(List.of(), cache, platform[0], platform[1], REQUIRED));
             assertTrue(e.getMessage().contains(platform[0] + " " + platform[1]), e.getMessage());
-            assertTrue(e.getMessage().contains("install Node.js 20+"), e.getMessage());
+            assertTrue(e.getMessage().contains("install Node.js 22+"), e.getMessage());
         }
         assertFalse(Files.exists(cache), "nothing may be downloaded for a platform the binary does not fit");
     }
 
     @Test
-    void aFailingNpmCiFailsTheFixtureWithNpmsOutput() throws Exception {
+    void aFailingNpmCiFailsTheFixtureWithNpmsOwnAccount() throws Exception {
         NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(NodeRuntime.systemPath(), NodeRuntime.cacheDir(),
-                System.getProperty("os.name"), System.getProperty("os.arch"));
+                System.getProperty("os.name"), System.getProperty("os.arch"), REQUIRED);
         Path js = copyOfJsDir(tmp.resolve("js"));
         // package.json asks for a version the lock file does not pin (and the registry does not have): npm ci fails
         Path packageJson = js.resolve("package.json");
@@ -109,9 +123,12 @@ class NodeRuntimeTest {
                 () -> NodeRuntime.installPackages(node, js, NodeRuntime.systemPath(), NodeRuntime.cacheDir()));
         assertTrue(e.getMessage().contains(" ci --prefix " + js) && e.getMessage().contains("failed with exit code"),
                 e.getMessage());
-        assertTrue(e.getMessage().contains("npm error"), "npm's own explanation is missing: "
+        // npm's reason right after the command line, and no advice to install a Node.js that is there
+        assertTrue(e.getMessage().contains("; npm said:\nnpm error"), "npm's own explanation is missing: "
                 + e.getMessage());
-        assertTrue(e.getMessage().contains("install Node.js 20+"), e.getMessage());
+        assertTrue(e.getMessage().contains("No matching version found for @microsoft/durabletask-js@0.3.0"),
+                e.getMessage());
+        assertFalse(e.getMessage().contains("install Node.js"), e.getMessage());
     }
 
     /** Download, sha512 check, tar and the rename into place, with the small npm tarball in a cache of its own. */
@@ -120,11 +137,12 @@ class NodeRuntimeTest {
         Path cache = tmp.resolve("cache");
         Path target = cache.resolve("npm-" + NodeRuntime.NPM_VERSION);
         List<String> members = List.of("package/bin/npm-cli.js", "package/package.json");
-        NodeRuntime.unpack(NodeRuntime.NPM, cache, target, members, "a test");
+        NodeRuntime.unpack(NodeRuntime.NPM, cache, target, members, "a test", "nothing to install by hand");
         assertTrue(Files.readString(target.resolve("package.json")).contains("\"version\": \""
                 + NodeRuntime.NPM_VERSION + "\""));
         Object first = Files.readAttributes(target.resolve("bin/npm-cli.js"), BasicFileAttributes.class).fileKey();
-        NodeRuntime.unpack(NodeRuntime.NPM, cache, target, members, "a test racing the first");
+        NodeRuntime.unpack(NodeRuntime.NPM, cache, target, members, "a test racing the first",
+                "nothing to install by hand");
         assertEquals(first, Files.readAttributes(target.resolve("bin/npm-cli.js"), BasicFileAttributes.class)
                 .fileKey(), "the loser of a race replaced what the winner put in place");
         try (Stream<Path> left = Files.list(cache)) {
@@ -153,7 +171,7 @@ class NodeRuntimeTest {
                         + "console.log(process.version + ' ' + v + ' ' + typeof sdk.TaskHubGrpcWorker)"),
                 js, null, Duration.ofSeconds(60));
         assertEquals(0, r.exitCode(), r.output());
-        return r.output().trim();
+        return r.stdout().trim();
     }
 
     private Path fakeNode(String version) throws Exception {

@@ -17,16 +17,8 @@ final class ConfigChecks {
         if ((b.jdbcUrl == null) == (b.dataSource == null)) {
             throw new IllegalArgumentException("configure exactly one of jdbcUrl or dataSource");
         }
-        if (b.jdbcUrl != null && !b.jdbcUrl.startsWith("jdbc:postgresql:")) {
-            throw new IllegalArgumentException("jdbcUrl must start with 'jdbc:postgresql:', was '"
-                    + PostgresProviderConfig.redactUrl(b.jdbcUrl) + "'");
-        }
-        checkParses("jdbcUrl", b.jdbcUrl);
-        if (b.directUrl != null && !b.directUrl.startsWith("jdbc:postgresql:")) {
-            throw new IllegalArgumentException("directUrl must start with 'jdbc:postgresql:', was '"
-                    + PostgresProviderConfig.redactUrl(b.directUrl) + "'");
-        }
-        checkParses("directUrl", b.directUrl);
+        checkJdbcUrl("jdbcUrl", b.jdbcUrl);
+        checkJdbcUrl("directUrl", b.directUrl);
         if (b.transactionPooler) {
             checkTransactionPooler(b);
         }
@@ -49,11 +41,7 @@ final class ConfigChecks {
                 throw new IllegalArgumentException("long polling with a DataSource needs listenerUrl (or "
                         + "directUrl): the listener opens its own direct connection");
             }
-            if (b.listenerUrl != null && !b.listenerUrl.startsWith("jdbc:postgresql:")) {
-                throw new IllegalArgumentException("listenerUrl must start with 'jdbc:postgresql:', was '"
-                        + PostgresProviderConfig.redactUrl(b.listenerUrl) + "'");
-            }
-            checkParses("listenerUrl", b.listenerUrl);
+            checkJdbcUrl("listenerUrl", b.listenerUrl);
             Objects.requireNonNull(b.listenerDriver, "listenerDriver");
             Objects.requireNonNull(b.longPollSignals, "longPollSignals");
             positive("fallbackPollInterval", b.fallbackPollInterval);
@@ -86,8 +74,36 @@ final class ConfigChecks {
      * A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface at
      * the first connection as "No suitable driver", naming neither the URL nor the mistake.
      */
-    private static void checkParses(String name, String url) {
-        if (url != null && org.postgresql.Driver.parseURL(url, null) == null) {
+    /** See {@link PostgresProviderConfig#checkJdbcUrl}. */
+    static void checkJdbcUrl(String name, String url) {
+        if (url == null) {
+            return;
+        }
+        if (!url.startsWith("jdbc:postgresql:")) {
+            throw new IllegalArgumentException(name + " must start with 'jdbc:postgresql:', was '"
+                    + PostgresProviderConfig.redactUrl(url) + "'");
+        }
+        // pgjdbc has no user:password@ part: it reads it as part of the host name, and the connection then fails
+        // with an unknown host that names neither the mistake nor the fix.
+        String prefix = "jdbc:postgresql://";
+        if (url.startsWith(prefix)) {
+            int end = url.length();
+            for (char c : new char[] {'/', '?'}) {
+                int i = url.indexOf(c, prefix.length());
+                if (i >= 0 && i < end) {
+                    end = i;
+                }
+            }
+            if (url.substring(prefix.length(), end).contains("@")) {
+                throw new IllegalArgumentException(name + " has a user (and password) before the host, which the "
+                        + "PostgreSQL JDBC driver does not read: pass them as parameters instead, "
+                        + "jdbc:postgresql://HOST:PORT/DATABASE?user=NAME&password=SECRET, was '"
+                        + PostgresProviderConfig.redactUrl(url) + "'");
+            }
+        }
+        // A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface
+        // at the first connection as "No suitable driver", naming neither the URL nor the mistake.
+        if (org.postgresql.Driver.parseURL(url, null) == null) {
             throw new IllegalArgumentException(name + " is not a URL the PostgreSQL driver can read (check the host, "
                     + "the port and the parameters), was '" + PostgresProviderConfig.redactUrl(url) + "'");
         }

@@ -231,6 +231,17 @@ public final class PostgresProviderConfig {
                         + redactUrl(b.listenerUrl) : "") : "") + "}";
     }
 
+    /**
+     * Checks a URL the way {@link Builder#build()} checks {@code jdbcUrl}, {@code directUrl} and {@code listenerUrl},
+     * naming it {@code name} in the message, so that a tool taking the URL under a name of its own (a command-line
+     * option) reports the name its user typed. A null URL passes. The message never shows a password.
+     *
+     * @throws IllegalArgumentException when the URL is not a {@code jdbc:postgresql:} URL the driver can read
+     */
+    public static void checkJdbcUrl(String name, String url) {
+        ConfigChecks.checkJdbcUrl(name, url);
+    }
+
     /** The URL with any password parameter value replaced. */
     public static String redactUrl(String url) {
         return url == null ? null : url.replaceAll("(?i)(password=)[^&;]*", "$1***")

@@ -1,6 +1,7 @@
 package io.pgdurable.postgres;
 
 import io.pgdurable.spi.ProviderException;
+import java.net.UnknownHostException;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 import org.postgresql.util.PSQLException;
@@ -8,7 +9,8 @@ import org.postgresql.util.ServerErrorMessage;
 
 /**
  * Classifies database failures as retryable or permanent. The rule of thumb: the database or the network being
- * busy, gone or in the way is retryable; anything about the request itself is permanent.
+ * busy, gone or in the way is retryable; anything about the request itself is permanent, and so is a connection
+ * that is configured wrong (a refused login, a missing database, a host name that does not resolve).
  */
 final class SqlErrors {
     /** A stored function was replaced while a cached plan referenced it; re-running the call succeeds. */
@@ -25,10 +27,12 @@ final class SqlErrors {
     }
 
     static boolean isRetryable(SQLException e, String state) {
+        if (refusedForGood(e)) {
+            return false;
+        }
         if (e instanceof SQLTransientConnectionException) {
-            // The pool could not hand out a connection in time: retryable, unless the database refused the
-            // connections it tried to open for a reason that trying again cannot fix.
-            return !refusedLogin(e);
+            // The pool could not hand out a connection in time: the database or the network is slow or away.
+            return true;
         }
         if (state == null) {
             return false;
@@ -46,15 +50,31 @@ final class SqlErrors {
         return false;
     }
 
-    /** Whether a pool timeout was caused by the database refusing this login: authorization (28), database (3D). */
-    private static boolean refusedLogin(SQLException e) {
-        for (Throwable c = e.getCause(); c != null && c != e; c = c.getCause()) {
+    /**
+     * Whether {@code e} or anything it wraps says the connection can never be made as configured, whatever the
+     * outer state: the server refused this login (28xxx: wrong password, no pg_hba.conf entry) or has no such
+     * database (3D000), or the host name does not resolve. A driver, pool or listener reports these inside a
+     * connection failure (08xxx) or a pool timeout, which alone would read as retryable.
+     */
+    static boolean refusedForGood(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
             if (c instanceof SQLException s && s.getSQLState() != null
                     && (s.getSQLState().startsWith("28") || s.getSQLState().startsWith("3D"))) {
                 return true;
             }
+            if (c instanceof UnknownHostException u && !temporaryResolverFailure(u)) {
+                return true;
+            }
         }
         return false;
+    }
+
+    /**
+     * A name server that did not answer (EAI_AGAIN, "Temporary failure in name resolution") is the network being
+     * away, not a wrong name: the same name may resolve a moment later.
+     */
+    private static boolean temporaryResolverFailure(UnknownHostException e) {
+        return e.getMessage() != null && e.getMessage().contains("Temporary failure");
     }
 
     /**
