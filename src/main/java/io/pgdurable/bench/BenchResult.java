@@ -127,9 +127,8 @@ public final class BenchResult {
             chartDir = base + "-charts";
             Path dir = abs.resolveSibling(chartDir);
             Files.createDirectories(dir);
-            // charts of an earlier run that this one does not draw (SVG: drawn by earlier versions of the bench)
-            try (var old = Files.list(dir)) {
-                for (Path f : old.filter(f -> f.getFileName().toString().matches(".*\\.(png|svg)")).toList()) {
+            try (var old = Files.list(dir)) { // charts of an earlier run that this one does not draw
+                for (Path f : old.filter(f -> f.getFileName().toString().endsWith(".png")).toList()) {
                     Files.delete(f);
                 }
             }

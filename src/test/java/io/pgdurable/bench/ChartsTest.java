@@ -58,11 +58,11 @@ class ChartsTest {
         Path report = dir.resolve("report.md");
         Path charts = dir.resolve("report-charts");
         Files.createDirectories(charts);
-        Files.writeString(charts.resolve("gone.svg"), "<svg/>");
+        Files.write(charts.resolve("gone.png"), PNG_SIGNATURE);
         Files.writeString(charts.resolve("notes.txt"), "kept");
         List<Path> written = result().write(dir.resolve("bench.json"), report);
         assertTrue(written.contains(charts.resolve("wake-latency.png").toAbsolutePath()), written.toString());
-        assertTrue(Files.notExists(charts.resolve("gone.svg")), "an earlier run's chart is left");
+        assertTrue(Files.notExists(charts.resolve("gone.png")), "an earlier run's chart is left");
         assertTrue(Files.exists(charts.resolve("notes.txt")), "a file that is not a chart was removed");
         String md = Files.readString(report);
         assertTrue(md.contains("](report-charts/wake-latency.png)"), md);
