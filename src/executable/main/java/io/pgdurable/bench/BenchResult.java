@@ -104,27 +104,37 @@ public final class BenchResult {
     }
 
     /**
-     * Writes the JSON (when {@code json} is not null) and the Markdown report with its SVG charts in a directory
+     * Fails, with a message naming the packages to install, when this Java cannot draw the report's charts (it finds
+     * no fonts). A caller checks before a run of minutes rather than after it.
+     */
+    public static void checkChartsCanBeDrawn() {
+        Charts.requireFonts();
+    }
+
+    /**
+     * Writes the JSON (when {@code json} is not null) and the Markdown report with its PNG charts in a directory
      * beside it, {@code <report name>-charts/} (when {@code report} is not null). Returns the files written.
      */
     public List<Path> write(Path json, Path report) throws IOException {
         List<Path> written = new ArrayList<>();
-        List<Charts.Chart> charts = Charts.render(this);
+        List<Charts.Chart> charts = List.of();
         String chartDir = null;
         if (report != null) {
+            Charts.requireFonts();
+            charts = Charts.render(this);
             Path abs = report.toAbsolutePath();
             String base = abs.getFileName().toString().replaceFirst("\\.[^.]*$", "");
             chartDir = base + "-charts";
             Path dir = abs.resolveSibling(chartDir);
             Files.createDirectories(dir);
             try (var old = Files.list(dir)) { // charts of an earlier run that this one does not draw
-                for (Path f : old.filter(f -> f.getFileName().toString().endsWith(".svg")).toList()) {
+                for (Path f : old.filter(f -> f.getFileName().toString().endsWith(".png")).toList()) {
                     Files.delete(f);
                 }
             }
             for (Charts.Chart c : charts) {
                 Path f = dir.resolve(c.file());
-                Files.writeString(f, c.svg(), StandardCharsets.UTF_8);
+                c.writePng(f);
                 written.add(f);
             }
         }

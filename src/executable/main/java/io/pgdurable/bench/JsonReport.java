@@ -108,7 +108,7 @@ final class JsonReport {
             Map<String, Object> pct = new LinkedHashMap<>();
             for (double p : PERCENTILES) {
                 pct.put(p == Math.rint(p) ? String.valueOf((long) p) : String.valueOf(p),
-                        Num.round(LatencyRecorder.percentile(v.sortedMs(), p)));
+                        Num.round(v.percentileMs(p)));
             }
             lm.put("percentiles", pct);
             latencies.put(k, lm);

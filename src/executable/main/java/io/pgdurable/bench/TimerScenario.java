@@ -181,8 +181,8 @@ final class TimerScenario extends PairedScenario {
                                                    long[] wakes, long leadMicros, LatencyRecorder deadlineFire,
                                                    LatencyRecorder claimStart, LatencyRecorder claimToReturn,
                                                    int listed) {
-        record Row(long latenessMicros, Map<String, Object> parts) {}
-        List<Row> rows = new java.util.ArrayList<>();
+        record Split(int sample, long visible, long start, long returned, Long fire) {}
+        SlowestSamples<Split> slowest = new SlowestSamples<>(listed);
         for (Map.Entry<Integer, long[]> e : claimed.entrySet()) {
             long visible = visibleAt.get(e.getKey()) * 1000L;
             long start = e.getValue()[0];
@@ -192,22 +192,29 @@ final class TimerScenario extends PairedScenario {
             }
             claimStart.recordMicros(start - visible);
             claimToReturn.recordMicros(returned - start);
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("sample", e.getKey());
-            row.put("latenessMs", Num.round((returned - visible) / 1000.0));
             int found = java.util.Arrays.binarySearch(wakes, start);
             int w = found >= 0 ? found : -found - 2; // the latest wake at or before the claim's start, -1 when none
+            Long fire = null;
             if (w >= 0 && start - wakes[w] <= WAKE_MATCH_MICROS) {
-                long fire = wakes[w] - (visible - leadMicros);
+                fire = wakes[w] - (visible - leadMicros);
                 deadlineFire.recordMicros(fire);
-                row.put("deadlineFireMs", Num.round(fire / 1000.0));
             }
-            row.put("claimStartMs", Num.round((start - visible) / 1000.0));
-            row.put("claimToReturnMs", Num.round((returned - start) / 1000.0));
-            rows.add(new Row(returned - visible, row));
+            slowest.offer(returned - visible, new Split(e.getKey(), visible, start, returned, fire));
         }
-        rows.sort((a, b) -> Long.compare(b.latenessMicros(), a.latenessMicros()));
-        return rows.stream().limit(listed).map(Row::parts).toList();
+        List<Map<String, Object>> rows = new java.util.ArrayList<>();
+        for (SlowestSamples.Sample<Split> kept : slowest.slowestFirst()) {
+            Split s = kept.detail();
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("sample", s.sample());
+            row.put("latenessMs", Num.round((s.returned() - s.visible()) / 1000.0));
+            if (s.fire() != null) {
+                row.put("deadlineFireMs", Num.round(s.fire() / 1000.0));
+            }
+            row.put("claimStartMs", Num.round((s.start() - s.visible()) / 1000.0));
+            row.put("claimToReturnMs", Num.round((s.returned() - s.start()) / 1000.0));
+            rows.add(row);
+        }
+        return rows;
     }
 
     /** The visible-at of a sample; it is stored right after its enqueue returns, well before it can be fetched. */

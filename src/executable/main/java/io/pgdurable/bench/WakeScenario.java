@@ -12,7 +12,6 @@ import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkItem;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -129,8 +128,8 @@ final class WakeScenario extends PairedScenario {
         BlockingQueue<Long> workerSeen = new ArrayBlockingQueue<>(4);
         BlockingQueue<Long> orchSeen = new ArrayBlockingQueue<>(4);
         AtomicLong negative = new AtomicLong();
-        // When each cross-process sample was sent, in the order remoteWorker records them.
-        long[] remoteSentAt = new long[samples];
+        // The slowest cross-process samples, each with its place in the series and when it was sent.
+        SlowestSamples<Sent> remoteSlowest = new SlowestSamples<>(8);
         int remoteSent = 0;
         long phaseStart = 0;
         Workers dispatchers = new Workers();
@@ -184,7 +183,7 @@ final class WakeScenario extends PairedScenario {
                 (fromOther ? remoteWorker : fromPlain ? remoteClaiming : toWorker ? worker : orchestrator)
                         .recordNanos(latency);
                 if (fromOther) {
-                    remoteSentAt[remoteSent++] = sent - phaseStart;
+                    remoteSlowest.offer(latency, new Sent(remoteSent++, sent - phaseStart));
                 }
                 if ((i + 1 - warmUp) % 400 == 0) {
                     ctx.progress().line("wake: %s, %d/%d samples", mode.key(), i + 1 - warmUp, 4 * samples);
@@ -206,7 +205,7 @@ final class WakeScenario extends PairedScenario {
                 .detail("warmUpRounds", warmUpRounds(ctx.profile()))
                 .detail("warmUpSamples", warmUpSamples.summary().toJson())
                 .detail("negativeSamples", negative.get())
-                .detail("slowestFromOtherProvider", slowest(remoteWorker.nanosInOrder(), remoteSentAt, 8))
+                .detail("slowestFromOtherProvider", slowest(remoteSlowest))
                 .detail("handOverAcrossProcesses", across);
         if (mode == Mode.LONG) {
             r.detail("longPollSignals", signals);
@@ -214,23 +213,20 @@ final class WakeScenario extends PairedScenario {
         return r;
     }
 
+    /** A cross-process sample's place in its series and when it was sent (nanoseconds after the series began). */
+    record Sent(int sample, long atNanos) {}
+
     /**
-     * The {@code listed} slowest samples of a series, slowest first, each with its place in the series and when it
-     * was sent (seconds after the series began): tells a warm-up tail (early samples) from a scattered one.
+     * The slowest samples of a series, slowest first, each with its place in the series and when it was sent
+     * (seconds after the series began): tells a warm-up tail (early samples) from a scattered one.
      */
-    static List<Map<String, Object>> slowest(long[] latencies, long[] sentAt, int listed) {
-        Integer[] order = new Integer[latencies.length];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
-        }
-        Arrays.sort(order, (a, b) -> Long.compare(latencies[b], latencies[a]));
+    static List<Map<String, Object>> slowest(SlowestSamples<Sent> kept) {
         List<Map<String, Object>> out = new ArrayList<>();
-        for (int k = 0; k < Math.min(listed, order.length); k++) {
-            int i = order[k];
+        for (SlowestSamples.Sample<Sent> s : kept.slowestFirst()) {
             Map<String, Object> m = new LinkedHashMap<>();
-            m.put("sample", i);
-            m.put("sentAtSeconds", Num.round(sentAt[i] / 1e9));
-            m.put("millis", Num.round(latencies[i] / 1e6));
+            m.put("sample", s.detail().sample());
+            m.put("sentAtSeconds", Num.round(s.detail().atNanos() / 1e9));
+            m.put("millis", Num.round(s.value() / 1e6));
             out.add(m);
         }
         return out;

@@ -19,7 +19,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code pgdurable bench}: short polling and long polling side by side on one database (an embedded PostgreSQL with
- * pg_stat_statements by default), with progress, a JSON result and a Markdown report with SVG charts. Exit code 0
+ * pg_stat_statements by default), with progress, a JSON result and a Markdown report with PNG charts. Exit code 0
  * when every scenario ran (whether or not its targets were met), 1 when one failed or the database is unusable.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = Version.class,
@@ -49,7 +49,7 @@ final class BenchCommand implements Callable<Integer> {
     Path json;
 
     @Option(names = "--report", paramLabel = "FILE.md", defaultValue = "report.md",
-            description = "The Markdown report, inside --out unless the path is absolute; its SVG charts go to "
+            description = "The Markdown report, inside --out unless the path is absolute; its PNG charts go to "
                     + "<name>-charts/ beside it (default: ${DEFAULT-VALUE}).")
     Path report;
 
@@ -80,6 +80,13 @@ final class BenchCommand implements Callable<Integer> {
             selected = Bench.select(scenarios);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), PgDurableCli.redact(e.getMessage()));
+        }
+        try { // checked before a run of twenty minutes, not after it
+            BenchResult.checkChartsCanBeDrawn();
+        } catch (IllegalStateException e) {
+            err.println("error: " + e.getMessage());
+            err.flush();
+            return 1;
         }
         String command = PgDurableCli.redact("pgdurable " + String.join(" ",
                 spec.commandLine().getParseResult().originalArgs()));

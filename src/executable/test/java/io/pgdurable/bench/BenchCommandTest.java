@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.pgdurable.cli.PgDurableCli;
 import io.pgdurable.internal.Json;
 import io.pgdurable.postgres.TestDatabase;
+import java.awt.image.BufferedImage;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.InetAddress;
@@ -23,6 +24,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import javax.imageio.ImageIO;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -80,7 +82,7 @@ class BenchCommandTest {
         String md = Files.readString(results.resolve("report.md"));
         assertTrue(md.contains("(bench.json)") || md.contains("`bench.json`"), "the report names its JSON:\n" + md);
         try (var charts = Files.list(results.resolve("report-charts"))) {
-            assertFalse(charts.filter(f -> f.toString().endsWith(".svg")).toList().isEmpty(), "no chart");
+            assertFalse(charts.filter(f -> f.toString().endsWith(".png")).toList().isEmpty(), "no chart");
         }
         assertTrue(out.toString().contains("wrote " + results.resolve("bench.json").toAbsolutePath()), out.toString());
     }
@@ -170,8 +172,9 @@ class BenchCommandTest {
                 int index = ((Number) sample.get("sample")).intValue();
                 assertTrue(index >= 0 && index < 20, mode + ": " + sample);
             }
-            assertEquals(((Number) remote.get("max")).doubleValue(),
-                    ((Number) ((Map<String, Object>) slowest.get(0)).get("millis")).doubleValue(), 0.001,
+            // the max is its histogram bucket's upper end: up to 0.1 % above the sample (and both are rounded)
+            double slowestMs = ((Number) ((Map<String, Object>) slowest.get(0)).get("millis")).doubleValue();
+            assertEquals(((Number) remote.get("max")).doubleValue(), slowestMs, 0.001 + slowestMs * 0.001,
                     mode + ": the slowest listed is the series' max");
         }
     }
@@ -258,22 +261,24 @@ class BenchCommandTest {
     }
 
     @Test
-    void markdown_states_every_target_and_links_existing_svg_charts() throws Exception {
+    void markdown_states_every_target_and_links_existing_png_charts() throws Exception {
         for (Target t : Targets.all("statements")) {
             assertTrue(markdown.contains(t.text().replace("|", "\\|")), "target not in the report: " + t.text());
         }
         assertTrue(markdown.contains("met") && markdown.contains("## Machine and database"), markdown);
-        Matcher m = Pattern.compile("!\\[[^\\]]*\\]\\(([^)]+\\.svg)\\)").matcher(markdown);
+        Matcher m = Pattern.compile("!\\[[^\\]]*\\]\\(([^)]+\\.png)\\)").matcher(markdown);
         List<String> links = new ArrayList<>();
         while (m.find()) {
             links.add(m.group(1));
         }
         assertTrue(links.size() >= 10, "expected a chart per scenario at least, found " + links);
         for (String link : links) {
-            Path svg = report.getParent().resolve(link);
-            assertTrue(Files.isRegularFile(svg), "the report links a missing chart: " + link);
-            String text = Files.readString(svg);
-            assertTrue(text.startsWith("<svg") && text.trim().endsWith("</svg>"), link + " is not an SVG");
+            Path png = report.getParent().resolve(link);
+            assertTrue(Files.isRegularFile(png), "the report links a missing chart: " + link);
+            BufferedImage image = ImageIO.read(png.toFile());
+            assertNotNull(image, link + " is not an image");
+            assertTrue(image.getWidth() >= 800 && image.getHeight() >= 400, link + " is " + image.getWidth() + "×"
+                    + image.getHeight());
         }
         for (Object c : (List<?>) doc.get("charts")) {
             String file = String.valueOf(((Map<?, ?>) c).get("file"));

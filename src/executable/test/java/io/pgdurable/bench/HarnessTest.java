@@ -18,23 +18,109 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** The benchmark's pieces that need no database: percentiles, target judging, axes, JSON, charts, options. */
+/** The benchmark's pieces that need no database: percentiles, slowest samples, target judging, JSON, options. */
 class HarnessTest {
 
+    /** Within a three-significant-digit histogram's bucket: at most 0.1 % above the sample. */
+    private static void assertMs(double expected, double actual) {
+        assertTrue(actual >= expected && actual <= expected * 1.001 + 1e-6, "expected " + expected + " ms, got "
+                + actual);
+    }
+
     @Test
-    void percentiles_are_nearest_rank() {
+    void percentiles_are_nearest_rank_to_the_histograms_precision() {
         LatencyRecorder r = new LatencyRecorder();
         for (int i = 100; i >= 1; i--) {
             r.recordNanos(i * 1_000_000L);
         }
         LatencySummary s = r.summary();
         assertEquals(100, s.count());
-        assertEquals(1.0, s.minMs());
-        assertEquals(50.0, s.p50Ms());
-        assertEquals(99.0, s.p99Ms());
-        assertEquals(100.0, s.maxMs());
-        assertEquals(50.5, s.meanMs(), 1e-9);
+        assertEquals(1.0, s.minMs(), 0.001);
+        assertMs(50.0, s.p50Ms());
+        assertMs(90.0, s.p90Ms());
+        assertMs(99.0, s.p99Ms());
+        assertMs(100.0, s.maxMs());
+        assertMs(1.0, s.percentileMs(1));
+        assertMs(100.0, s.percentileMs(99.9));
+        assertEquals(50.5, s.meanMs(), 0.05);
         assertTrue(Double.isNaN(new LatencyRecorder().summary().p50Ms()));
+        assertTrue(Double.isNaN(new LatencyRecorder().summary().maxMs()));
+    }
+
+    @Test
+    void sub_millisecond_figures_hold_to_a_hundredth_of_a_millisecond() {
+        // a wake-like series: 0.250 .. 0.749 ms in 1 µs steps, and a tail of ten at 4.321 ms
+        LatencyRecorder r = new LatencyRecorder();
+        for (int i = 0; i < 500; i++) {
+            r.recordMicros(250 + i);
+        }
+        for (int i = 0; i < 10; i++) {
+            r.recordNanos(4_321_000);
+        }
+        LatencySummary s = r.summary();
+        assertEquals(510, s.count());
+        assertEquals(0.50, s.p50Ms(), 0.005); // rank 255: 0.504 ms
+        assertEquals(4.32, s.p99Ms(), 0.005);
+        assertEquals(4.32, s.maxMs(), 0.005);
+        assertEquals(0.25, s.minMs(), 0.005);
+        assertEquals(Num.round(0.504), Num.round(s.p50Ms()));
+    }
+
+    @Test
+    void negative_samples_are_kept_below_zero_in_order() {
+        LatencyRecorder r = new LatencyRecorder();
+        for (long ms : new long[] {-3, -1, 0, 2, 5}) {
+            r.recordMicros(ms * 1000);
+        }
+        LatencySummary s = r.summary();
+        assertEquals(5, s.count());
+        assertEquals(-3.0, s.minMs(), 0.003);
+        assertEquals(-3.0, s.percentileMs(20), 0.003);
+        assertEquals(-1.0, s.percentileMs(40), 0.001);
+        assertEquals(0.0, s.p50Ms());
+        assertEquals(2.0, s.percentileMs(80), 0.002);
+        assertMs(5.0, s.maxMs());
+        assertEquals(0.6, s.meanMs(), 0.01);
+        List<double[]> curve = s.cumulative();
+        assertEquals(5, curve.size());
+        for (int i = 1; i < curve.size(); i++) {
+            assertTrue(curve.get(i)[0] > curve.get(i - 1)[0], "the curve goes back at " + i);
+        }
+        assertEquals(100.0, curve.get(4)[1]);
+    }
+
+    @Test
+    void slowest_samples_keep_the_n_largest_slowest_first_earlier_of_equal_ones() {
+        SlowestSamples<Integer> kept = new SlowestSamples<>(3);
+        long[] values = {5, 9, 1, 9, 7, 3, 9, 2};
+        for (int i = 0; i < values.length; i++) {
+            kept.offer(values[i], i);
+        }
+        List<SlowestSamples.Sample<Integer>> slowest = kept.slowestFirst();
+        assertEquals(List.of(9L, 9L, 9L), slowest.stream().map(SlowestSamples.Sample::value).toList());
+        assertEquals(List.of(1, 3, 6), slowest.stream().map(SlowestSamples.Sample::detail).toList());
+        SlowestSamples<String> few = new SlowestSamples<>(8);
+        few.offer(4, "a");
+        few.offer(6, "b");
+        assertEquals(List.of("b", "a"), few.slowestFirst().stream().map(SlowestSamples.Sample::detail).toList());
+        SlowestSamples<String> one = new SlowestSamples<>(1);
+        one.offer(4, "a");
+        one.offer(3, "b");
+        one.offer(5, "c");
+        assertEquals(List.of("c"), one.slowestFirst().stream().map(SlowestSamples.Sample::detail).toList());
+        assertThrows(IllegalArgumentException.class, () -> new SlowestSamples<>(0));
+    }
+
+    @Test
+    void wake_lists_its_slowest_cross_process_samples_with_place_and_send_time() {
+        SlowestSamples<WakeScenario.Sent> kept = new SlowestSamples<>(2);
+        kept.offer(1_500_000, new WakeScenario.Sent(0, 10_000_000));
+        kept.offer(4_250_000, new WakeScenario.Sent(1, 2_500_000_000L));
+        kept.offer(300_000, new WakeScenario.Sent(2, 2_600_000_000L));
+        List<Map<String, Object>> listed = WakeScenario.slowest(kept);
+        assertEquals(2, listed.size());
+        assertEquals(Map.of("sample", 1, "sentAtSeconds", 2.5, "millis", 4.25), listed.get(0));
+        assertEquals(Map.of("sample", 0, "sentAtSeconds", 0.01, "millis", 1.5), listed.get(1));
     }
 
     private static ScenarioResult scenario(String name, double shortValue, double longValue) {
@@ -67,19 +153,6 @@ class HarnessTest {
     }
 
     @Test
-    void axes_have_readable_ticks() {
-        SvgAxis log = SvgAxis.of(true, List.of(0.3, 42.0), false, false, 0, 100);
-        assertEquals(List.of(0.1, 1.0, 10.0, 100.0), log.ticks().stream().map(d -> Math.round(d * 1000) / 1000.0)
-                .toList());
-        assertEquals(0.0, log.pixel(0.1), 1e-9);
-        assertEquals(100.0, log.pixel(100), 1e-9);
-        SvgAxis lin = SvgAxis.of(false, List.of(0.0, 100.0), true, false, 0, 100);
-        assertEquals(List.of(0.0, 20.0, 40.0, 60.0, 80.0, 100.0), lin.ticks());
-        assertEquals("12k", SvgAxis.label(12_000));
-        assertEquals("0.5", SvgAxis.label(0.5));
-    }
-
-    @Test
     void pretty_json_parses_back_and_writes_no_nan() {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("a", List.of(1, 2));
@@ -95,18 +168,17 @@ class HarnessTest {
 
     @Test
     void cumulative_curves_are_thinned_but_keep_the_tail() {
-        double[] sorted = new double[10_000];
-        for (int i = 0; i < sorted.length; i++) {
-            sorted[i] = i / 100.0;
+        LatencyRecorder r = new LatencyRecorder();
+        for (int i = 0; i < 10_000; i++) {
+            r.recordMicros(i * 10L);
         }
-        List<double[]> pts = SvgPlot.cdf(sorted, 0.01);
+        List<double[]> pts = r.summary().cumulative();
         assertTrue(pts.size() < 600, "not thinned: " + pts.size());
-        assertEquals(99.99, pts.get(pts.size() - 1)[0], 1e-9);
+        assertMs(99.99, pts.get(pts.size() - 1)[0]);
         assertEquals(100.0, pts.get(pts.size() - 1)[1], 1e-9);
-        assertEquals(0.01, pts.get(0)[0], 1e-9); // zero drawn at the floor of the log axis
-        String svg = new SvgPlot("t <&>", "x", "y", true, false).add(new SvgPlot.Series("s", "#000", null, pts,
-                false)).render();
-        assertTrue(svg.startsWith("<svg") && svg.contains("t &lt;&amp;&gt;") && svg.endsWith("</svg>\n"));
+        assertEquals(0.0, pts.get(0)[0]);
+        long inTail = pts.stream().filter(p -> p[1] > 99).count();
+        assertTrue(inTail >= 90, "the slowest 1 % has only " + inTail + " points");
     }
 
     @Test
