@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Quiet after a burst (issue 12, item 5): 32 worker dispatchers of one provider (one process) wait; a burst of items
+ * Quiet after a burst: 32 worker dispatchers of one provider (one process) wait; a burst of items
  * is enqueued in batches and drained (fetch + ack, every item acked exactly once); then the server counts what the
  * idle dispatchers cost per second over the next window. Every claim of the burst announced a lease end that comes
  * due long after its item was acked, most of them inside that window (how many is reported): the figure shows what

@@ -10,8 +10,8 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Orchestrations through the Durable Task sidecar, end to end: a real Durable Task worker runs a fan-out/fan-in of
  * {@value #FANOUT} trivial activities and a real client schedules and waits, both over loopback gRPC to a sidecar in
- * this process. {@value #IN_FLIGHT} client drivers keep that many orchestrations in flight. No target: the issue
- * sets none, so the figures are informational.
+ * this process. {@value #IN_FLIGHT} client drivers keep that many orchestrations in flight. The figures are
+ * informational: no target is set for them.
  */
 final class SidecarScenario extends PairedScenario {
     static final int FANOUT = 5;

@@ -49,7 +49,7 @@ class EmbeddedCliTest {
         assertTrue(migrate.out().contains("starting the embedded PostgreSQL in "), migrate.out());
         assertTrue(migrate.out().contains("(up to date)"), migrate.out());
 
-        // The dead end: activate after migrate on the default database could never succeed.
+        // Activate after migrate on the default database: the sequence a newcomer runs first.
         PgDurableCliTest.Result activate = PgDurableCliTest.cli("activate", "--data-dir", data);
         assertEquals(0, activate.code(), activate.all());
         assertTrue(activate.out().contains("long polling activated"), activate.out());

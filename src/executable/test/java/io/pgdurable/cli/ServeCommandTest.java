@@ -37,7 +37,7 @@ class ServeCommandTest {
         runsAnOrchestrationAndStops("--db", TestDatabase.url());
     }
 
-    /** Behind PgBouncer in transaction mode: the pool through it, migrations and LISTENs direct (issue 13). */
+    /** Behind PgBouncer in transaction mode: the pool through it, migrations and LISTENs direct. */
     @Test
     void serveRunsThroughPgBouncerWithADirectUrl() throws Exception {
         runsAnOrchestrationAndStops("--db", PgBouncer.url(), "--direct-db", TestDatabase.url());

@@ -7,7 +7,7 @@ import java.sql.ResultSet;
 import java.util.List;
 
 /**
- * The enqueuing side of the hand-over across processes ({@code handOverAcrossProcesses}, migration V15,
+ * The enqueuing side of the hand-over across processes ({@code handOverAcrossProcesses},
  * docs/long-polling.md "Hand-over across processes"): {@code enqueueForWorker} of an untagged item without a session
  * offers it to a parked fetch of another process, leased to it in the enqueue's transaction and sent in the NOTIFY.
  * When no process takes it, the same statement writes it unleased and sends the inline payloads, if any; it is then

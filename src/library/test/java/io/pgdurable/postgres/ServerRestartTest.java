@@ -36,7 +36,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The server restarts under load (issue 14). The test runs a PostgreSQL of its own (the embedded one) so it can stop
+ * The server restarts under load. The test runs a PostgreSQL of its own (the embedded one) so it can stop
  * and start it while two producers and four long-polling consumers work through one provider instance. After a
  * short and a long outage (and, with the plain pgjdbc listener, a 60 s one) the same provider enqueues within a
  * second of the server's return and its listener LISTENs again, without a connection attempt storm while the server
@@ -90,7 +90,7 @@ class ServerRestartTest {
             load.start();
             load.awaitLedger(200, 30);
 
-            // The 60 s outage (the issue's longest) once, with the driver that reconnects fastest.
+            // The longest outage the recovery promise covers (60 s) once, with the driver that reconnects fastest.
             long[] outages = plainDriver ? new long[] {300, 8_000, 60_000} : new long[] {300, 8_000};
             for (long outageMillis : outages) {
                 server.close();

@@ -14,7 +14,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** A value built with a missing field fails at once with a message naming the type and the field (issue 14). */
+/** A value built with a missing field fails at once with a message naming the type and the field. */
 class SpiArgumentsTest {
 
     static Stream<Arguments> missingFields() {

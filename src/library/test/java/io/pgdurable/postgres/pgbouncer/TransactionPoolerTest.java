@@ -33,7 +33,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The provider behind a real PgBouncer in transaction mode: the workload of issue 13 (four threads of
+ * The provider behind a real PgBouncer in transaction mode: a mixed workload (four threads of
  * enqueue/fetch/ack cycles, listener direct) fails without {@code transactionPooler} and with an error that names the
  * setting, and passes with it; migrations go through {@code directUrl}; a DataSource that would prepare statements
  * on the server is refused.

@@ -33,7 +33,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * Several processes on one schema (issue 14): two consumer JVMs (4 long-polling threads each) and two producer JVMs
+ * Several processes on one schema: two consumer JVMs (4 long-polling threads each) and two producer JVMs
  * on the test classpath. Every item is written to a ledger exactly once, every process holds exactly one listener
  * connection while it runs (pg_stat_activity, matched to the process by its sockets' local ports), and all of them
  * stop cleanly.
