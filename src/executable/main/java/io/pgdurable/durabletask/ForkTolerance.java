@@ -22,12 +22,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads requests from SDKs built on Dapr's fork of the protocol. That fork gave a few field numbers other types than
- * the upstream definition does (e.g. field 5 of {@code ScheduleTaskAction}: a string task execution id there, a
- * {@code TraceContext} message here), and Dapr's Java worker sets it on every activity it schedules. Parsed as
- * upstream, such a request fails as a whole. So when a request does not parse, the fields whose bytes are not the
- * message this protocol declares are dropped (they carry nothing this sidecar uses), and it is parsed again. A
- * request that parses is untouched: the cost is paid only by the fork's requests.
+ * Reads requests from SDKs built on Dapr's fork of the protocol. That fork gives a few field numbers other types than
+ * the sidecar's definition does (e.g. field 9 of {@code OrchestratorAction}: an app-id router there, a
+ * {@code RewindOrchestrationAction} here). A fork value whose bytes are not the message declared under its number
+ * fails the request as a whole. So when a request does not parse, the fields whose bytes are not the message this
+ * protocol declares are dropped (they carry nothing this sidecar uses), and it is parsed again. A request that parses
+ * is untouched: the cost is paid only by the fork's requests. Fork fields under numbers the definition leaves out
+ * (such as the task execution id Dapr's Java worker puts in {@code ScheduleTaskAction} field 5) never fail: protobuf
+ * keeps them as unknown fields.
  */
 final class ForkTolerance {
     private static final Logger LOG = LoggerFactory.getLogger(ForkTolerance.class);

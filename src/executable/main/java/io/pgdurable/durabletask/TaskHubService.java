@@ -88,15 +88,15 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     }
 
     /**
-     * The upstream service plus the Dapr fork's aliases under the upstream service's name, which is where the fork
-     * declares them; requests from SDKs of the fork are read too (see {@link ForkTolerance}).
+     * The service plus the Dapr fork's aliases under the service's name, which is where the fork declares them;
+     * requests from SDKs of the fork are read too (see {@link ForkTolerance}).
      */
     @Override
     public ServerServiceDefinition bindService() {
-        ServerServiceDefinition upstream = TaskHubSidecarServiceGrpc.bindService(this);
-        String name = upstream.getServiceDescriptor().getName();
+        ServerServiceDefinition service = TaskHubSidecarServiceGrpc.bindService(this);
+        String name = service.getServiceDescriptor().getName();
         ServerServiceDefinition.Builder all = ServerServiceDefinition.builder(name);
-        upstream.getMethods().forEach(all::addMethod);
+        service.getMethods().forEach(all::addMethod);
         for (ServerMethodDefinition<?, ?> alias : DaprTaskHubSidecarAliasesGrpc.bindService(this).getMethods()) {
             all.addMethod(servedUnder(name, alias));
         }

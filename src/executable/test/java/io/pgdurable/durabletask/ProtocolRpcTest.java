@@ -28,6 +28,7 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.QueryInstancesReque
 import io.pgdurable.durabletask.protocol.OrchestratorService.RestartInstanceRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.RewindInstanceRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.SignalEntityRequest;
+import io.pgdurable.durabletask.protocol.OrchestratorService.SkipGracefulOrchestrationTerminationsRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.StreamInstanceHistoryRequest;
 import io.pgdurable.durabletask.protocol.TaskHubSidecarServiceGrpc;
 import io.pgdurable.durabletask.protocol.TaskHubSidecarServiceGrpc.TaskHubSidecarServiceBlockingStub;
@@ -237,5 +238,24 @@ class ProtocolRpcTest {
                 .rewindInstance(RewindInstanceRequest.newBuilder().setInstanceId("x").build()));
         assertEquals(Status.Code.NOT_FOUND, rewind.getStatus().getCode());
         assertTrue(rewind.getStatus().getDescription().contains("'x' not found"), rewind.getStatus().getDescription());
+    }
+
+    @Test
+    void rpcsTheSidecarDoesNotServeAnswerUnimplemented() {
+        // Declared, so that the answer can give the reason.
+        StatusRuntimeException skip = assertThrows(StatusRuntimeException.class, () -> timed()
+                .skipGracefulOrchestrationTerminations(
+                        SkipGracefulOrchestrationTerminationsRequest.getDefaultInstance()));
+        assertEquals(Status.Code.UNIMPLEMENTED, skip.getStatus().getCode());
+        assertTrue(skip.getStatus().getDescription().contains("never waits for entity locks"),
+                skip.getStatus().getDescription());
+
+        // Not declared at all: a method of Dapr's fork, called through the stub generated into Dapr's jar.
+        var dapr = io.dapr.durabletask.implementation.protobuf.TaskHubSidecarServiceGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        StatusRuntimeException rerun = assertThrows(StatusRuntimeException.class, () -> dapr.rerunWorkflowFromEvent(
+                io.dapr.durabletask.implementation.protobuf.OrchestratorService.RerunWorkflowFromEventRequest
+                        .newBuilder().setSourceInstanceID("x").build()));
+        assertEquals(Status.Code.UNIMPLEMENTED, rerun.getStatus().getCode());
     }
 }
