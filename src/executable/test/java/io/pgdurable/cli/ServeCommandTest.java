@@ -33,18 +33,18 @@ import org.junit.jupiter.api.Test;
 class ServeCommandTest {
 
     @Test
-    void serveRunsAnOrchestrationAndStopsWhenInterrupted() throws Exception {
+    void serve_runs_an_orchestration_and_stops_when_interrupted() throws Exception {
         runsAnOrchestrationAndStops("--db", TestDatabase.url());
     }
 
     /** Behind PgBouncer in transaction mode: the pool through it, migrations and LISTENs direct. */
     @Test
-    void serveRunsThroughPgBouncerWithADirectUrl() throws Exception {
+    void serve_runs_through_pg_bouncer_with_a_direct_url() throws Exception {
         runsAnOrchestrationAndStops("--db", PgBouncer.url(), "--direct-db", TestDatabase.url());
     }
 
     @Test
-    void aTakenPortIsOneLineNamingTheAddressAndTheOptionThatMovesIt() throws Exception {
+    void a_taken_port_is_one_line_naming_the_address_and_the_option_that_moves_it() throws Exception {
         String schema = TestDatabase.newSchemaName("dt_serve_busy");
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
             PgDurableCliTest.Result r = PgDurableCliTest.cli("serve", "--db", TestDatabase.url(), "--schema", schema,

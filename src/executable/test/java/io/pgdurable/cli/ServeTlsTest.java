@@ -53,7 +53,7 @@ class ServeTlsTest {
     }
 
     @Test
-    void underMutualTlsOnlyClientsWithACertificateOfTheCaGetIn() throws Exception {
+    void under_mutual_tls_only_clients_with_a_certificate_of_the_ca_get_in() throws Exception {
         String schema = TestDatabase.newSchemaName("dt_mtls");
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
@@ -151,7 +151,7 @@ class ServeTlsTest {
     }
 
     @Test
-    void tlsOptionsThatCannotWorkAreUsageErrorsNamingTheOption() throws Exception {
+    void tls_options_that_cannot_work_are_usage_errors_naming_the_option() throws Exception {
         String cert = certs.serverChain.toString();
         String key = certs.serverKey.toString();
         String ca = certs.caCert.toString();

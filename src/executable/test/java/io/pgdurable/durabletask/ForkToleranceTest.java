@@ -30,7 +30,7 @@ class ForkToleranceTest {
     }
 
     @Test
-    void aForkFieldThisProtocolDoesNotDeclareIsReadAsUnknown() throws Exception {
+    void a_fork_field_this_protocol_does_not_declare_is_read_as_unknown() throws Exception {
         byte[] bytes = OrchestratorResponse.newBuilder().setInstanceId("i1")
                 .addActions(OrchestratorAction.newBuilder().setId(7).setScheduleTask(daprActivity()))
                 .build().toByteArray();
@@ -43,7 +43,7 @@ class ForkToleranceTest {
     }
 
     @Test
-    void aForkFieldThatIsNotTheDeclaredMessageIsDroppedAndTheRestKept() throws Exception {
+    void a_fork_field_that_is_not_the_declared_message_is_dropped_and_the_rest_kept() throws Exception {
         // A continue-as-new carrying a history event of the fork: its TaskScheduled field 5 is a task execution id,
         // where this protocol has a tag (a map entry, a message). '3' starts a group on the wire, so read as a map
         // entry it can never parse.
@@ -72,7 +72,7 @@ class ForkToleranceTest {
     }
 
     @Test
-    void anAppIdRouterOnAnActionReadsAsARewind() throws Exception {
+    void an_app_id_router_on_an_action_reads_as_a_rewind() throws Exception {
         // Field 9 of an action: the fork's app-id router, this protocol's rewindOrchestration. An id that parses as
         // a rewind's history stays one; one that does not loses that history, not the field. Either way the action
         // is a rewind, which fails the orchestration (docs/durabletask.md).
@@ -90,7 +90,7 @@ class ForkToleranceTest {
     }
 
     @Test
-    void aRequestThatParsesComesOutByteForByte() throws Exception {
+    void a_request_that_parses_comes_out_byte_for_byte() throws Exception {
         byte[] ours = io.pgdurable.durabletask.protocol.OrchestratorService.OrchestratorResponse.newBuilder()
                 .setInstanceId("i2").setCompletionToken("t").build().toByteArray();
         assertArrayEquals(ours, ForkTolerance.repair(ours,

@@ -128,7 +128,7 @@ class JsSdkEndToEndTest {
     }
 
     @Test
-    void theJavaScriptSdkRunsOrchestrationsAgainstServe() throws Exception {
+    void the_java_script_sdk_runs_orchestrations_against_serve() throws Exception {
         try (SidecarHarness hub = new SidecarHarness("dt_js")) {
             try (Node node = new Node("scenarios.js", String.valueOf(hub.sidecar.port()))) {
                 if (!node.process.waitFor(300, TimeUnit.SECONDS)) {
@@ -156,7 +156,7 @@ class JsSdkEndToEndTest {
      */
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"--concurrency=5", "--concurrency=0"})
-    void aJavaScriptWorkerRunsFiveActivitiesAtOnceDeclaringFiveOrNothing(String declared) throws Exception {
+    void a_java_script_worker_runs_five_activities_at_once_declaring_five_or_nothing(String declared) throws Exception {
         // --concurrency=0 declares nothing, as SDK 0.4.0 does: the sidecar knows the JavaScript SDK by its gRPC
         // library (WorkerAgent) and hands it several items at a time.
         try (SidecarHarness hub = new SidecarHarness("dt_js_conc");
@@ -170,7 +170,7 @@ class JsSdkEndToEndTest {
     }
 
     @Test
-    void aJavaScriptActivityInFlightWhenServeStopsGracefullyIsCommittedAndNotRunAgain() throws Exception {
+    void a_java_script_activity_in_flight_when_serve_stops_gracefully_is_committed_and_not_run_again() throws Exception {
         Duration grace = Duration.ofSeconds(30);
         SidecarConfig[] used = new SidecarConfig[1];
         try (SidecarHarness hub = new SidecarHarness("dt_js_stop", TestDatabase.newSchemaName("dt_js_stop"), c -> {

@@ -28,7 +28,7 @@ class NodeRuntimeTest {
     Path tmp;
 
     @Test
-    void withoutNodeOnThePathAPinnedNodeIsProvisionedAndThePackagesInstalledOnce() throws Exception {
+    void without_node_on_the_path_a_pinned_node_is_provisioned_and_the_packages_installed_once() throws Exception {
         Path js = copyOfJsDir(tmp.resolve("js"));
         Path cache = NodeRuntime.cacheDir();
 
@@ -65,7 +65,7 @@ class NodeRuntimeTest {
     }
 
     @Test
-    void theRequiredNodeIsTheHighestEnginesMinimumInTheLockFile() {
+    void the_required_node_is_the_highest_engines_minimum_in_the_lock_file() {
         assertEquals(22, REQUIRED.major(), REQUIRED.toString());
         assertEquals("Node.js 22 (@microsoft/durabletask-js " + JsSdkEndToEndTest.SDK_VERSION + " declares node "
                 + ">=22.0.0)", REQUIRED.toString());
@@ -77,7 +77,7 @@ class NodeRuntimeTest {
 
     /** Node 20 runs `npm ci` with a warning only, then the SDK on an engine it does not support. */
     @Test
-    void aNodeOnThePathOlderThanThePackagesNeedIsPassedOverForTheProvisionedOne() throws Exception {
+    void a_node_on_the_path_older_than_the_packages_need_is_passed_over_for_the_provisioned_one() throws Exception {
         Path bin = fakeNode("v20.20.2");
         NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(List.of(bin), NodeRuntime.cacheDir(), "Linux",
                 "amd64", REQUIRED);
@@ -88,7 +88,7 @@ class NodeRuntimeTest {
     }
 
     @Test
-    void aNodeAsNewAsThePackagesNeedOnThePathIsUsedAsItIs() throws Exception {
+    void a_node_as_new_as_the_packages_need_on_the_path_is_used_as_it_is() throws Exception {
         Path bin = fakeNode("v22.1.0");
         Path cache = tmp.resolve("unused-cache");
         NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(List.of(bin), cache, "Linux", "amd64", REQUIRED);
@@ -99,7 +99,7 @@ class NodeRuntimeTest {
     }
 
     @Test
-    void onAnotherArchitectureWithoutNodeItFailsNamingTheArchitectureAndWhatToInstall() {
+    void on_another_architecture_without_node_it_fails_naming_the_architecture_and_what_to_install() {
         Path cache = tmp.resolve("cache");
         for (String[] platform : List.of(new String[] {"Linux", "aarch64"}, new String[] {"Mac OS X", "x86_64"})) {
             IllegalStateException e = assertThrows(IllegalStateException.class,
@@ -111,7 +111,7 @@ class NodeRuntimeTest {
     }
 
     @Test
-    void aFailingNpmCiFailsTheFixtureWithNpmsOwnAccount() throws Exception {
+    void a_failing_npm_ci_fails_the_fixture_with_npms_own_account() throws Exception {
         NodeRuntime.Node node = NodeRuntime.findOrProvisionNode(NodeRuntime.systemPath(), NodeRuntime.cacheDir(),
                 System.getProperty("os.name"), System.getProperty("os.arch"), REQUIRED);
         Path js = copyOfJsDir(tmp.resolve("js"));
@@ -133,7 +133,7 @@ class NodeRuntimeTest {
 
     /** Download, sha512 check, tar and the rename into place, with the small npm tarball in a cache of its own. */
     @Test
-    void aTarballIsUnpackedIntoTheCacheInOneRenameAndASecondOneLeavesTheFirst() throws Exception {
+    void a_tarball_is_unpacked_into_the_cache_in_one_rename_and_a_second_one_leaves_the_first() throws Exception {
         Path cache = tmp.resolve("cache");
         Path target = cache.resolve("npm-" + NodeRuntime.NPM_VERSION);
         List<String> members = List.of("package/bin/npm-cli.js", "package/package.json");
@@ -151,7 +151,7 @@ class NodeRuntimeTest {
     }
 
     @Test
-    void aDownloadIsCheckedAgainstItsPinnedSha512() throws Exception {
+    void a_download_is_checked_against_its_pinned_sha512() throws Exception {
         Path file = tmp.resolve("abc");
         Files.writeString(file, "abc", StandardCharsets.US_ASCII);
         String abc = "sha512-3a81oZNherrMQXNJriBBMRLm+k6JqX6iCp7u5ktV05ohkpkqJ0/BqDa6PCOj/uu9RU1EI2Q86A4qmslPpUyknw==";

@@ -33,13 +33,13 @@ class ProtocolDefinitionTest {
             io.dapr.durabletask.implementation.protobuf.OrchestratorService.getDescriptor();
 
     @Test
-    void theServiceIsTaskHubSidecarServiceWithoutAPackage() {
+    void the_service_is_task_hub_sidecar_service_without_a_package() {
         assertEquals("", OURS.getPackage());
         assertEquals("TaskHubSidecarService", OURS.findServiceByName("TaskHubSidecarService").getFullName());
     }
 
     @Test
-    void whatJava150DeclaresIsDeclaredAlikeOrReserved() {
+    void what_java150_declares_is_declared_alike_or_reserved() {
         assertEquals(List.of(), differences(JAVA_150, true));
     }
 
@@ -50,7 +50,7 @@ class ProtocolDefinitionTest {
      * the sidecar puts tags. The list is exact, so a new clash shows up here.
      */
     @Test
-    void whatDaprsForkDeclaresIsDeclaredAlikeApartFromItsKnownClashes() {
+    void what_daprs_fork_declares_is_declared_alike_apart_from_its_known_clashes() {
         List<String> clashes = differences(DAPR, false).stream().map(d -> d.substring(0, d.indexOf(' '))).toList();
         assertEquals(List.of("ActivityRequest.7:", "HistoryEvent.30:", "OrchestratorAction.9:",
                 "PurgeInstancesRequest.4:", "ScheduleTaskAction.4:", "SubOrchestrationInstanceCreatedEvent.6:",
@@ -59,7 +59,7 @@ class ProtocolDefinitionTest {
 
     /** Every method 1.5.0 calls is served; the newer ones are there too. */
     @Test
-    void everyMethodOfJava150IsDeclared() {
+    void every_method_of_java150_is_declared() {
         ServiceDescriptor theirs = JAVA_150.findServiceByName("TaskHubSidecarService");
         ServiceDescriptor ours = OURS.findServiceByName("TaskHubSidecarService");
         for (MethodDescriptor m : theirs.getMethods()) {

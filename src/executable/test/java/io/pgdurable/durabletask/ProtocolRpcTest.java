@@ -241,7 +241,7 @@ class ProtocolRpcTest {
     }
 
     @Test
-    void rpcsTheSidecarDoesNotServeAnswerUnimplemented() {
+    void rpcs_the_sidecar_does_not_serve_answer_unimplemented() {
         // Declared, so that the answer can give the reason.
         StatusRuntimeException skip = assertThrows(StatusRuntimeException.class, () -> timed()
                 .skipGracefulOrchestrationTerminations(
