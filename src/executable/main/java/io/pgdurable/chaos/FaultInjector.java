@@ -1,6 +1,6 @@
 package io.pgdurable.chaos;
 
-import io.pgdurable.longpoll.PgjdbcListener;
+import io.pgdurable.internal.longpoll.PgjdbcListener;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -2,9 +2,9 @@ package io.pgdurable.durabletask;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import io.pgdurable.longpoll.Notifier;
-import io.pgdurable.longpoll.NotifyChannel;
-import io.pgdurable.longpoll.PgjdbcListener;
+import io.pgdurable.internal.longpoll.Notifier;
+import io.pgdurable.internal.longpoll.NotifyChannel;
+import io.pgdurable.internal.longpoll.PgjdbcListener;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

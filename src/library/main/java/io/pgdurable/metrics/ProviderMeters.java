@@ -8,7 +8,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.LongPoller;
 import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.longpoll.WakeSource;
 import io.pgdurable.postgres.PostgresProvider;

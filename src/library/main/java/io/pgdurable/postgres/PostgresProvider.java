@@ -1,10 +1,10 @@
 package io.pgdurable.postgres;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.pgdurable.longpoll.Announcer;
+import io.pgdurable.internal.longpoll.Announcer;
+import io.pgdurable.internal.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.LongPollSignals;
-import io.pgdurable.longpoll.LongPoller;
-import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.CustomStatus;
 import io.pgdurable.spi.DispatcherCapabilityFilter;

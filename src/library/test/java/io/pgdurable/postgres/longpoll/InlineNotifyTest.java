@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.LongPollSignals;
-import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.FetchedWorkItem;

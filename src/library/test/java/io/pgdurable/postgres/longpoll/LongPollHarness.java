@@ -2,8 +2,8 @@ package io.pgdurable.postgres.longpoll;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.longpoll.LongPoller;
-import io.pgdurable.longpoll.NotifyChannel;
+import io.pgdurable.internal.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.SchemaPool;

@@ -3,7 +3,7 @@ package io.pgdurable.postgres.processes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.longpoll.PgjdbcListener;
+import io.pgdurable.internal.longpoll.PgjdbcListener;
 import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;

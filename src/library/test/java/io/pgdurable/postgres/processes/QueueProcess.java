@@ -1,6 +1,6 @@
 package io.pgdurable.postgres.processes;
 
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.LongPoller;
 import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;
