@@ -1,13 +1,13 @@
 package io.pgdurable.internal.longpoll;
 
 import io.pgdurable.longpoll.LongPollSignals;
+import io.pgdurable.longpoll.LongPollView;
 import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.longpoll.WakeSource;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
@@ -44,6 +44,7 @@ public final class LongPoller implements AutoCloseable {
     private final FallbackProbe fallback;
     private final ParkedFetch fetches;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final LongPollView view = new View();
     private volatile String ownOrigin;
     /** Hand-over across processes: where items another process handed to this one go. */
     private volatile Consumer<String> handOffs;
@@ -74,6 +75,11 @@ public final class LongPoller implements AutoCloseable {
         timer.scheduleWithFixedDelay(fallback::tick, fallbackMs, fallbackMs, TimeUnit.MILLISECONDS);
         long recovery = settings.recoveryScanInterval().toMillis();
         timer.scheduleWithFixedDelay(this::requestScan, recovery, recovery, TimeUnit.MILLISECONDS);
+    }
+
+    /** What metrics, the benchmark and tests may read of this poller, and nothing else. */
+    public LongPollView view() {
+        return view;
     }
 
     /** True while the listener connection is up and LISTENing. */
@@ -268,6 +274,34 @@ public final class LongPoller implements AutoCloseable {
         scans.close();
         fallback.close();
         notifier.close();
+    }
+
+    /** The read-only view: a separate object, so a reader cannot reach the poller by a cast. */
+    private final class View implements LongPollView {
+        @Override
+        public boolean isListening() {
+            return LongPoller.this.isListening();
+        }
+
+        @Override
+        public int parkedFetches() {
+            return waiting();
+        }
+
+        @Override
+        public int parkedFetches(QueueKind queue) {
+            return waiting(queue);
+        }
+
+        @Override
+        public int trackedDeadlines() {
+            return LongPoller.this.trackedDeadlines();
+        }
+
+        @Override
+        public long wakesIssued() {
+            return LongPoller.this.wakesIssued();
+        }
     }
 
     private static ThreadFactory daemon(String name) {

@@ -3,6 +3,7 @@ package io.pgdurable.internal.longpoll;
 import io.pgdurable.postgres.Identifiers;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
+import java.util.Objects;
 
 /** The NOTIFY channel of a task hub: derived from its schema, at most 63 bytes, always LISTENed quoted. */
 public final class NotifyChannel {
@@ -27,6 +28,20 @@ public final class NotifyChannel {
         }
         String hash = String.format(Locale.ROOT, "%08x", schema.hashCode());
         return name.substring(0, Identifiers.MAX_BYTES - hash.length() - 1) + "_" + hash;
+    }
+
+    /** Checks a channel name given as is: not empty, at most 63 bytes (PostgreSQL would truncate a longer one). */
+    public static String check(String channel) {
+        Objects.requireNonNull(channel, "channel");
+        if (channel.isEmpty()) {
+            throw new IllegalArgumentException("the channel name is empty");
+        }
+        int bytes = channel.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > Identifiers.MAX_BYTES) {
+            throw new IllegalArgumentException("the channel name has " + bytes + " bytes; PostgreSQL identifiers hold "
+                    + "at most " + Identifiers.MAX_BYTES);
+        }
+        return channel;
     }
 
     /** The quoted identifier for LISTEN / UNLISTEN. */

@@ -1,5 +1,6 @@
 package io.pgdurable.internal.longpoll;
 
+import io.pgdurable.longpoll.ChannelListener;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -31,8 +32,6 @@ import org.slf4j.LoggerFactory;
 public final class PgjdbcListener implements NotificationListener {
     private static final Logger LOG = LoggerFactory.getLogger(PgjdbcListener.class);
 
-    /** The {@code application_name} of every listener connection (the same as {@link PgjdbcNgListener}'s). */
-    public static final String APPLICATION_NAME = "pgdurable-listener";
     /** Connect plus LISTEN must finish within this unless the constructor says otherwise. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
@@ -70,7 +69,7 @@ public final class PgjdbcListener implements NotificationListener {
         this.url = withoutParameter(jdbcUrl, "ApplicationName");
         Properties p = new Properties();
         // URL parameters win over these defaults, except the application name, which is always the listener's.
-        p.setProperty("ApplicationName", APPLICATION_NAME);
+        p.setProperty("ApplicationName", ChannelListener.APPLICATION_NAME);
         String seconds = Long.toString(Math.max(1, connectTimeout.toSeconds()));
         p.setProperty("connectTimeout", seconds);
         // Bounds every read of the startup and of LISTEN, so an abandoned connect ends instead of leaking a thread

@@ -2,6 +2,7 @@ package io.pgdurable.internal.longpoll;
 
 import com.impossibl.postgres.api.jdbc.PGConnection;
 import com.impossibl.postgres.api.jdbc.PGNotificationListener;
+import io.pgdurable.longpoll.ChannelListener;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -66,8 +67,6 @@ public final class PgjdbcNgListener implements NotificationListener {
         return driver;
     }
 
-    /** The {@code application_name} of every listener connection, so operators can find it in pg_stat_activity. */
-    public static final String APPLICATION_NAME = "pgdurable-listener";
     /** Connect plus LISTEN must finish within this unless the constructor says otherwise. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
@@ -199,7 +198,7 @@ public final class PgjdbcNgListener implements NotificationListener {
         copy(params, "sslcert", props, "ssl.certificate.file");
         copy(params, "sslkey", props, "ssl.key.file");
         copy(params, "sslpassword", props, "ssl.key.password");
-        props.setProperty("application.name", APPLICATION_NAME);
+        props.setProperty("application.name", ChannelListener.APPLICATION_NAME);
         return new Target(ng.toString(), props);
     }
 

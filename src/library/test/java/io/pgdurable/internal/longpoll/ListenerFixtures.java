@@ -1,5 +1,6 @@
 package io.pgdurable.internal.longpoll;
 
+import io.pgdurable.longpoll.ChannelListener;
 import io.pgdurable.postgres.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -69,7 +70,7 @@ final class ListenerFixtures {
                 PreparedStatement ps = c.prepareStatement("SELECT pid FROM pg_stat_activity WHERE query = ? "
                         + "AND application_name = ? AND pid <> pg_backend_pid() ORDER BY backend_start DESC")) {
             ps.setString(1, "LISTEN " + NotifyChannel.quoted(channel));
-            ps.setString(2, PgjdbcNgListener.APPLICATION_NAME);
+            ps.setString(2, ChannelListener.APPLICATION_NAME);
             while (true) {
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {

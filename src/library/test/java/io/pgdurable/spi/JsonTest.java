@@ -1,4 +1,4 @@
-package io.pgdurable.internal;
+package io.pgdurable.spi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,4 +1,4 @@
-package io.pgdurable.internal;
+package io.pgdurable.spi;
 
 import java.math.BigDecimal;
 import java.util.ArrayList;
@@ -7,10 +7,12 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A small, strict JSON reader and writer for the provider's own wire needs (work items, events, SQL parameters).
- * Objects read as {@code LinkedHashMap<String,Object>} (key order kept), arrays as {@code ArrayList}, integral
- * numbers as {@code Long}, other numbers as {@code BigDecimal}, and JSON null as Java null. Kept in-house so the
- * library needs no JSON dependency.
+ * The JSON of the SPI: history events ({@link Event#data()}, a JSON object the provider checks; {@link Events} builds
+ * the duroxide vocabulary), work items' stored form and the other JSON-valued fields the provider checks are read
+ * and written with this small, strict reader and writer. A runtime that replays history or builds events uses it to
+ * read and write exactly what the provider accepts. Objects read as {@code LinkedHashMap<String,Object>} (key order
+ * kept), arrays as {@code ArrayList}, integral numbers as {@code Long}, other numbers as {@code BigDecimal}, and JSON
+ * null as Java null. Kept in-house so the library needs no JSON dependency.
  */
 public final class Json {
     private final String text;
