@@ -1,5 +1,6 @@
 package io.pgdurable.longpoll;
 
+import io.pgdurable.internal.longpoll.NotificationListener;
 import io.pgdurable.internal.longpoll.Notifier;
 import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.internal.longpoll.PgjdbcListener;
@@ -58,7 +59,7 @@ public final class ChannelListener implements AutoCloseable {
     public static ChannelListener start(String jdbcUrl, String channel, Duration heartbeat,
                                         Consumer<String> onNotification, Runnable onConnected) {
         NotifyChannel.check(channel);
-        Notifier notifier = new Notifier(new PgjdbcListener(jdbcUrl), channel, heartbeat, onNotification,
+        Notifier notifier = new Notifier(new PgjdbcListener(jdbcUrl, NotificationListener.DEFAULT_CONNECT_TIMEOUT, false), channel, heartbeat, onNotification,
                 onConnected, LongPollSignals.NONE);
         notifier.start();
         return new ChannelListener(notifier);

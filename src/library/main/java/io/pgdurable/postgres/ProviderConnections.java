@@ -83,8 +83,8 @@ final class ProviderConnections {
     static NotificationListener listener(PostgresProviderConfig config, boolean livenessLock) {
         String url = withCredentials(config.effectiveListenerUrl(), config.username(), config.password());
         return config.listenerDriver() == PostgresProviderConfig.ListenerDriver.PGJDBC
-                ? new PgjdbcListener(url, PgjdbcListener.DEFAULT_CONNECT_TIMEOUT, livenessLock)
-                : new PgjdbcNgListener(url, PgjdbcNgListener.DEFAULT_CONNECT_TIMEOUT, livenessLock);
+                ? new PgjdbcListener(url, NotificationListener.DEFAULT_CONNECT_TIMEOUT, livenessLock)
+                : new PgjdbcNgListener(url, NotificationListener.DEFAULT_CONNECT_TIMEOUT, livenessLock);
     }
 
     /** Credentials configured beside the URL travel inside it for the listener's own connection. */

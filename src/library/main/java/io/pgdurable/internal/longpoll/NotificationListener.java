@@ -8,6 +8,8 @@ import java.time.Duration;
  * reconnect policy (that is {@link Notifier}'s job).
  */
 public interface NotificationListener {
+    /** How long connect plus LISTEN may take unless the listener's constructor says otherwise. */
+    Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
     /**
      * Connects and LISTENs on {@code channel} (quoted, so the name is taken exactly); returns once LISTEN is

@@ -32,9 +32,6 @@ import org.slf4j.LoggerFactory;
 public final class PgjdbcListener implements NotificationListener {
     private static final Logger LOG = LoggerFactory.getLogger(PgjdbcListener.class);
 
-    /** Connect plus LISTEN must finish within this unless the constructor says otherwise. */
-    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
-
     static final int VALIDATION_TIMEOUT_SECONDS = 2;
     private static final long CLOSE_WAIT_MILLIS = 800;
 
@@ -42,19 +39,6 @@ public final class PgjdbcListener implements NotificationListener {
     private final Properties properties;
     private final Duration connectTimeout;
     private final boolean livenessLock;
-
-    /** @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters. */
-    public PgjdbcListener(String jdbcUrl) {
-        this(jdbcUrl, DEFAULT_CONNECT_TIMEOUT);
-    }
-
-    /**
-     * @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters.
-     * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
-     */
-    public PgjdbcListener(String jdbcUrl, Duration connectTimeout) {
-        this(jdbcUrl, connectTimeout, false);
-    }
 
     /**
      * @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters.

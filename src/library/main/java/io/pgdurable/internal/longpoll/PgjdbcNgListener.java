@@ -67,9 +67,6 @@ public final class PgjdbcNgListener implements NotificationListener {
         return driver;
     }
 
-    /** Connect plus LISTEN must finish within this unless the constructor says otherwise. */
-    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
-
     static final int VALIDATION_TIMEOUT_SECONDS = 2;
     private static final long CLOSE_WAIT_MILLIS = 800;
     private static final String LISTENER_NAME = "pgdurable";
@@ -106,25 +103,7 @@ public final class PgjdbcNgListener implements NotificationListener {
      */
     private volatile boolean warm;
 
-    /** @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters. */
-    public PgjdbcNgListener(String jdbcUrl) {
-        this(jdbcUrl, DEFAULT_CONNECT_TIMEOUT);
-    }
-
-    /**
-     * @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters.
-     * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
-     */
-    public PgjdbcNgListener(String jdbcUrl, Duration connectTimeout) {
-        this(jdbcUrl, connectTimeout, false);
-    }
-
-    /**
-     * @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters.
-     * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
-     * @param livenessLock whether each session, after LISTEN, also holds a session advisory lock on a fresh random
-     *                     key ({@link Session#livenessKey()}), by which other processes tell that it still lives
-     */
+    /** The arguments as {@link PgjdbcListener#PgjdbcListener(String, Duration, boolean)} takes them. */
     public PgjdbcNgListener(String jdbcUrl, Duration connectTimeout, boolean livenessLock) {
         this.livenessLock = livenessLock;
         Target target = convert(jdbcUrl);

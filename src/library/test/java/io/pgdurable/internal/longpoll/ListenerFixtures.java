@@ -24,13 +24,13 @@ final class ListenerFixtures {
         PGJDBC_NG {
             @Override
             NotificationListener create(String url, Duration connectTimeout) {
-                return new PgjdbcNgListener(url, connectTimeout);
+                return new PgjdbcNgListener(url, connectTimeout, false);
             }
         },
         PGJDBC {
             @Override
             NotificationListener create(String url, Duration connectTimeout) {
-                return new PgjdbcListener(url, connectTimeout);
+                return new PgjdbcListener(url, connectTimeout, false);
             }
         };
 

@@ -315,12 +315,13 @@ class ListenerTest {
         assertEquals("prefer", PgjdbcNgListener.convert("jdbc:postgresql://h/d").properties().getProperty("ssl.mode"));
         assertEquals("verify-full",
                 PgjdbcNgListener.convert("jdbc:postgresql://h/d?ssl=true").properties().getProperty("ssl.mode"));
+        Duration timeout = NotificationListener.DEFAULT_CONNECT_TIMEOUT;
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new PgjdbcNgListener("jdbc:mysql://h/d?password=secret"));
+                () -> new PgjdbcNgListener("jdbc:mysql://h/d?password=secret", timeout, false));
         assertFalse(e.getMessage().contains("secret"));
-        assertFalse(new PgjdbcNgListener("jdbc:postgresql://h/d?user=u&password=secret").toString()
-                .contains("secret"));
-        assertFalse(new PgjdbcListener("jdbc:postgresql://h/d?user=u&password=secret").toString().contains("secret"));
+        String withPassword = "jdbc:postgresql://h/d?user=u&password=secret";
+        assertFalse(new PgjdbcNgListener(withPassword, timeout, false).toString().contains("secret"));
+        assertFalse(new PgjdbcListener(withPassword, timeout, false).toString().contains("secret"));
         assertEquals("jdbc:postgresql://h/d?user=u&x=1",
                 PgjdbcListener.withoutParameter("jdbc:postgresql://h/d?user=u&ApplicationName=a&x=1",
                         "ApplicationName"));
