@@ -39,7 +39,7 @@ public final class Notifier implements AutoCloseable {
 
     static final long FIRST_RETRY_MILLIS = 75;
     /**
-     * Below one second so that the listener is back within a second of the server (issue 14), yet a server that
+     * Below one second so that the listener is back within a second of the server, yet a server that
      * stays down sees at most about one attempt a second from each process.
      */
     static final long MAX_RETRY_MILLIS = 800;
