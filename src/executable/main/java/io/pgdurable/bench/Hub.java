@@ -1,6 +1,6 @@
 package io.pgdurable.bench;
 
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.longpoll.LongPollView;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 
@@ -78,17 +78,17 @@ final class Hub implements AutoCloseable {
     }
 
     boolean listening() {
-        return provider.longPoller().map(LongPoller::isListening).orElse(false);
+        return provider.longPolling().map(LongPollView::isListening).orElse(false);
     }
 
     /** Fetches registered with long polling right now (0 in short mode). */
     int waiting() {
-        return provider.longPoller().map(LongPoller::waiting).orElse(0);
+        return provider.longPolling().map(LongPollView::parkedFetches).orElse(0);
     }
 
     /** Wakes handed out by long polling since the provider started (0 in short mode). */
     long wakesIssued() {
-        return provider.longPoller().map(LongPoller::wakesIssued).orElse(0L);
+        return provider.longPolling().map(LongPollView::wakesIssued).orElse(0L);
     }
 
     /** Waits until {@code n} fetches are parked (long mode); in short mode it waits one poll interval. */

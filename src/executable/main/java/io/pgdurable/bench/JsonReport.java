@@ -1,6 +1,6 @@
 package io.pgdurable.bench;
 
-import io.pgdurable.internal.Json;
+import io.pgdurable.spi.Json;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

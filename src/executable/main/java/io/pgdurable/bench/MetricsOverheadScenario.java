@@ -2,7 +2,7 @@ package io.pgdurable.bench;
 
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.longpoll.LongPollView;
 import io.pgdurable.metrics.PgDurableMetrics;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
@@ -154,7 +154,7 @@ final class MetricsOverheadScenario implements Scenario {
             Map<Arm, PostgresProvider> providers = Map.of(Arm.OFF, off, Arm.ON, on);
             for (Arm arm : Arm.values()) {
                 PostgresProvider p = providers.get(arm);
-                if (!Pause.until(() -> p.longPoller().map(LongPoller::isListening).orElse(false), 15_000)) {
+                if (!Pause.until(() -> p.longPolling().map(LongPollView::isListening).orElse(false), 15_000)) {
                     throw new IllegalStateException("the provider of arm " + arm.key + " is not listening after 15 s");
                 }
             }

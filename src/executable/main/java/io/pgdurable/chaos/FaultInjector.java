@@ -1,6 +1,6 @@
 package io.pgdurable.chaos;
 
-import io.pgdurable.longpoll.PgjdbcListener;
+import io.pgdurable.longpoll.ChannelListener;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -97,7 +97,7 @@ final class FaultInjector implements AutoCloseable {
     private boolean inject(Fault fault) throws InterruptedException {
         switch (fault) {
             case LISTENER_KILL -> {
-                return kill(PgjdbcListener.APPLICATION_NAME, listenerRelay, listenerKills, listenerBackends);
+                return kill(ChannelListener.APPLICATION_NAME, listenerRelay, listenerKills, listenerBackends);
             }
             case POOL_KILL -> {
                 return kill(POOL_APPLICATION_NAME, poolRelay, poolKills, poolBackends);

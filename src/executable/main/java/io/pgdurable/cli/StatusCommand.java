@@ -1,10 +1,10 @@
 package io.pgdurable.cli;
 
-import io.pgdurable.internal.Json;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.SchemaMigrator;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.ProviderAdmin;
 import io.pgdurable.spi.ProviderException;
 import java.io.PrintWriter;

@@ -3,7 +3,7 @@ package io.pgdurable.durabletask;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageLite;
 import com.google.protobuf.Parser;
-import io.pgdurable.internal.Json;
+import io.pgdurable.spi.Json;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -2,8 +2,8 @@ package io.pgdurable.durabletask;
 
 import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationStatus;
 import io.pgdurable.durabletask.protocol.OrchestratorService.TaskFailureDetails;
-import io.pgdurable.internal.Json;
 import io.pgdurable.spi.ExecutionMetadata;
+import io.pgdurable.spi.Json;
 import java.util.LinkedHashMap;
 import java.util.Map;
 

@@ -2,11 +2,11 @@ package io.pgdurable.durabletask;
 
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchRequest;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityBatchResult;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityLockGrantedEvent;
+import io.pgdurable.durabletask.protocol.OrchestratorService.EntityLockRequestedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationCalledEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationCompletedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationFailedEvent;
-import io.pgdurable.durabletask.protocol.OrchestratorService.EntityLockGrantedEvent;
-import io.pgdurable.durabletask.protocol.OrchestratorService.EntityLockRequestedEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityOperationSignaledEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.EntityUnlockSentEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.ExecutionStartedEvent;
@@ -18,9 +18,9 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.OrchestrationInstan
 import io.pgdurable.durabletask.protocol.OrchestratorService.SendSignalAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.StartNewOrchestrationAction;
 import io.pgdurable.durabletask.protocol.OrchestratorService.TaskFailureDetails;
-import io.pgdurable.internal.Json;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.WorkItem;
 import java.time.Instant;
 import java.util.ArrayDeque;

@@ -2,9 +2,7 @@ package io.pgdurable.durabletask;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import io.pgdurable.longpoll.Notifier;
-import io.pgdurable.longpoll.NotifyChannel;
-import io.pgdurable.longpoll.PgjdbcListener;
+import io.pgdurable.longpoll.ChannelListener;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -37,7 +35,7 @@ final class InstanceWatch implements AutoCloseable {
 
     private final Map<String, Set<CompletableFuture<Void>>> waiters = new ConcurrentHashMap<>();
     private final HikariDataSource notifyPool;
-    private final Notifier notifier;
+    private final ChannelListener listener;
     private final ExecutorService notifySender;
     private final String channel;
     private final FailureLog notifyFailures = new FailureLog(LOG, "status NOTIFY");
@@ -45,7 +43,7 @@ final class InstanceWatch implements AutoCloseable {
     private InstanceWatch(String jdbcUrl, String schema) {
         if (jdbcUrl == null) {
             notifyPool = null;
-            notifier = null;
+            listener = null;
             notifySender = null;
             channel = null;
             return;
@@ -64,9 +62,7 @@ final class InstanceWatch implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        notifier = new Notifier(new PgjdbcListener(jdbcUrl), channel, Duration.ofSeconds(30), this::wake,
-                this::wakeAll, null);
-        notifier.start();
+        listener = ChannelListener.start(jdbcUrl, channel, Duration.ofSeconds(30), this::wake, this::wakeAll);
     }
 
     /** Signals within this process only. */
@@ -81,7 +77,7 @@ final class InstanceWatch implements AutoCloseable {
 
     /** {@code pgdurable.dt.<schema>}, shortened with a hash of the schema when it would pass 63 bytes. */
     static String channelFor(String schema) {
-        return NotifyChannel.forSchema(PREFIX, schema);
+        return ChannelListener.channelName(PREFIX, schema);
     }
 
     /** Registers interest before the caller reads the status, so a change in between is not missed. */
@@ -151,8 +147,8 @@ final class InstanceWatch implements AutoCloseable {
     @Override
     public void close() {
         wakeAll();
-        if (notifier != null) {
-            notifier.close();
+        if (listener != null) {
+            listener.close();
         }
         if (notifySender != null) {
             notifySender.shutdown();

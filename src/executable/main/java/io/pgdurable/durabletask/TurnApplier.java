@@ -20,11 +20,11 @@ import io.pgdurable.durabletask.protocol.OrchestratorService.SubOrchestrationIns
 import io.pgdurable.durabletask.protocol.OrchestratorService.TaskFailureDetails;
 import io.pgdurable.durabletask.protocol.OrchestratorService.TaskScheduledEvent;
 import io.pgdurable.durabletask.protocol.OrchestratorService.TimerCreatedEvent;
-import io.pgdurable.internal.Json;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.Events;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.OrchestrationItem;
 import io.pgdurable.spi.ScheduledActivityIdentifier;
 import io.pgdurable.spi.WorkItem;

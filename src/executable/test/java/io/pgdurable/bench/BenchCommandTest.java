@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.pgdurable.cli.PgDurableCli;
-import io.pgdurable.internal.Json;
 import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.Json;
 import java.awt.image.BufferedImage;
 import java.io.PrintWriter;
 import java.io.StringWriter;

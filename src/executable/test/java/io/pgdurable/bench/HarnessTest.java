@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pgdurable.cli.PgDurableCli;
-import io.pgdurable.internal.Json;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.OrchestrationProvider;
 import java.io.PrintWriter;
 import java.io.StringWriter;

@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.internal.Json;
 import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.TestDatabase;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.WorkItem;
 import java.io.PrintWriter;
 import java.io.StringWriter;

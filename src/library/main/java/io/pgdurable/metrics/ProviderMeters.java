@@ -8,7 +8,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.longpoll.LongPollView;
 import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.longpoll.WakeSource;
 import io.pgdurable.postgres.PostgresProvider;
@@ -168,15 +168,15 @@ final class ProviderMeters implements ProviderMetrics.Observer {
     @Override
     public void started(PostgresProvider started) {
         this.provider = started;
-        if (started.longPoller().isPresent()) {
+        if (started.longPolling().isPresent()) {
             for (QueueKind q : QUEUES) {
                 gauge("pgdurable.fetches.parked", "Fetches registered with long polling right now (parked or "
-                        + "claiming)", Tags.of("queue", q.label()), m -> m.fromPoller(p -> p.waiting(q)));
+                        + "claiming)", Tags.of("queue", q.label()), m -> m.fromPoller(p -> p.parkedFetches(q)));
             }
             gauge("pgdurable.listener.up", "1 while the long-poll listener is connected and LISTENing", Tags.empty(),
                     m -> m.fromPoller(p -> p.isListening() ? 1 : 0));
             gauge("pgdurable.deadlines.tracked", "Future wake-up times tracked (delayed items, lease ends)",
-                    Tags.empty(), m -> m.fromPoller(LongPoller::trackedDeadlines));
+                    Tags.empty(), m -> m.fromPoller(LongPollView::trackedDeadlines));
         }
         gauge("pgdurable.announcements.pending", "Announcements waiting for the announcer thread", Tags.empty(),
                 m -> m.fromProvider(PostgresProvider::pendingAnnouncements));
@@ -193,9 +193,9 @@ final class ProviderMeters implements ProviderMetrics.Observer {
         return p == null ? Double.NaN : read.applyAsDouble(p);
     }
 
-    private double fromPoller(ToDoubleFunction<LongPoller> read) {
+    private double fromPoller(ToDoubleFunction<LongPollView> read) {
         PostgresProvider p = provider;
-        Optional<LongPoller> poller = p == null ? Optional.empty() : p.longPoller();
+        Optional<LongPollView> poller = p == null ? Optional.empty() : p.longPolling();
         return poller.isPresent() ? read.applyAsDouble(poller.get()) : Double.NaN;
     }
 

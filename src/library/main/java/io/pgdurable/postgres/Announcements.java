@@ -1,6 +1,6 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.longpoll.Hint;
+import io.pgdurable.internal.longpoll.Hint;
 import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.spi.WorkItem;
 import java.util.ArrayList;

@@ -2,7 +2,7 @@ package io.pgdurable.postgres;
 
 import static io.pgdurable.postgres.SqlRunner.singleInt;
 
-import io.pgdurable.longpoll.Hint;
+import io.pgdurable.internal.longpoll.Hint;
 import io.pgdurable.spi.BatchEnqueueException;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.WorkItem;

@@ -1,9 +1,9 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.longpoll.Hint;
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.Hint;
+import io.pgdurable.internal.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.Route;
 import io.pgdurable.longpoll.QueueKind;
-import io.pgdurable.longpoll.Route;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.SessionFetchConfig;

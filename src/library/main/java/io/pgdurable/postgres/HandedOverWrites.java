@@ -2,7 +2,7 @@ package io.pgdurable.postgres;
 
 import static io.pgdurable.postgres.SqlRunner.strings;
 
-import io.pgdurable.longpoll.Reservation;
+import io.pgdurable.internal.longpoll.Reservation;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.WorkItem;
 import java.sql.PreparedStatement;

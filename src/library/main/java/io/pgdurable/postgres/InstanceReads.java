@@ -2,9 +2,9 @@ package io.pgdurable.postgres;
 
 import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
 
-import io.pgdurable.internal.Json;
 import io.pgdurable.spi.CustomStatus;
 import io.pgdurable.spi.Event;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.SystemStats;
 import java.sql.PreparedStatement;

@@ -5,9 +5,9 @@ import static io.pgdurable.postgres.SqlRunner.longs;
 import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
 import static io.pgdurable.postgres.SqlRunner.strings;
 
-import io.pgdurable.internal.Json;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.FetchedOrchestration;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.KvEntry;
 import io.pgdurable.spi.OrchestrationItem;
 import io.pgdurable.spi.ProviderException;

@@ -1,8 +1,8 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.Route;
 import io.pgdurable.longpoll.QueueKind;
-import io.pgdurable.longpoll.Route;
 import io.pgdurable.spi.DispatcherCapabilityFilter;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.ExecutionMetadata;

@@ -1,7 +1,7 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.internal.Json;
 import io.pgdurable.spi.Event;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.WorkItem;
 import java.nio.charset.StandardCharsets;

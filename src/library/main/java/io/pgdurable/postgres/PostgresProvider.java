@@ -1,10 +1,11 @@
 package io.pgdurable.postgres;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.pgdurable.longpoll.Announcer;
+import io.pgdurable.internal.longpoll.Announcer;
+import io.pgdurable.internal.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.LongPollSignals;
-import io.pgdurable.longpoll.LongPoller;
-import io.pgdurable.longpoll.NotifyChannel;
+import io.pgdurable.longpoll.LongPollView;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.CustomStatus;
 import io.pgdurable.spi.DispatcherCapabilityFilter;
@@ -450,8 +451,16 @@ public final class PostgresProvider implements OrchestrationProvider {
         return ownedPool;
     }
 
-    /** The long-poll machinery when long polling is on (tests and the benchmark read its figures). */
-    public Optional<LongPoller> longPoller() {
-        return Optional.ofNullable(longPoller);
+    /**
+     * A read-only view of long polling (listening, parked fetches, tracked deadlines, wakes) while it is on; empty
+     * when the provider short-polls. Metrics and the benchmark read it.
+     */
+    public Optional<LongPollView> longPolling() {
+        return longPoller == null ? Optional.empty() : Optional.of(longPoller.view());
+    }
+
+    /** The long-poll engine itself, for the library's tests; null when long polling is off. */
+    LongPoller longPollEngine() {
+        return longPoller;
     }
 }

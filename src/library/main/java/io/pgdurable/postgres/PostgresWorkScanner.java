@@ -1,8 +1,8 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.longpoll.Hint;
+import io.pgdurable.internal.longpoll.Hint;
+import io.pgdurable.internal.longpoll.WorkScanner;
 import io.pgdurable.longpoll.QueueKind;
-import io.pgdurable.longpoll.WorkScanner;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -3,9 +3,9 @@ package io.pgdurable.postgres;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.metrics.MetricsTrackerFactory;
-import io.pgdurable.longpoll.NotificationListener;
-import io.pgdurable.longpoll.PgjdbcListener;
-import io.pgdurable.longpoll.PgjdbcNgListener;
+import io.pgdurable.internal.longpoll.NotificationListener;
+import io.pgdurable.internal.longpoll.PgjdbcListener;
+import io.pgdurable.internal.longpoll.PgjdbcNgListener;
 import io.pgdurable.spi.ProviderException;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -83,8 +83,8 @@ final class ProviderConnections {
     static NotificationListener listener(PostgresProviderConfig config, boolean livenessLock) {
         String url = withCredentials(config.effectiveListenerUrl(), config.username(), config.password());
         return config.listenerDriver() == PostgresProviderConfig.ListenerDriver.PGJDBC
-                ? new PgjdbcListener(url, PgjdbcListener.DEFAULT_CONNECT_TIMEOUT, livenessLock)
-                : new PgjdbcNgListener(url, PgjdbcNgListener.DEFAULT_CONNECT_TIMEOUT, livenessLock);
+                ? new PgjdbcListener(url, NotificationListener.DEFAULT_CONNECT_TIMEOUT, livenessLock)
+                : new PgjdbcNgListener(url, NotificationListener.DEFAULT_CONNECT_TIMEOUT, livenessLock);
     }
 
     /** Credentials configured beside the URL travel inside it for the listener's own connection. */

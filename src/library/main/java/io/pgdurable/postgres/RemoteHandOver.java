@@ -1,10 +1,10 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.longpoll.Hint;
+import io.pgdurable.internal.longpoll.Hint;
+import io.pgdurable.internal.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.Reservation;
 import io.pgdurable.longpoll.LongPollSignals;
-import io.pgdurable.longpoll.LongPoller;
 import io.pgdurable.longpoll.QueueKind;
-import io.pgdurable.longpoll.Reservation;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.WorkItem;
 import java.sql.PreparedStatement;

@@ -375,7 +375,7 @@ public final class SchemaMigrator {
                 .table(LEDGER_TABLE)
                 .locations(locations)
                 .placeholders(Map.of("schema", Identifiers.quote(schema), "schema_name", schema,
-                        "channel", io.pgdurable.longpoll.NotifyChannel.forSchema(schema)))
+                        "channel", io.pgdurable.internal.longpoll.NotifyChannel.forSchema(schema)))
                 .validateMigrationNaming(true)
                 .cleanDisabled(true)
                 .loggers("slf4j");

@@ -2,7 +2,7 @@ package io.pgdurable.postgres;
 
 import static io.pgdurable.postgres.SqlRunner.setLongOrNull;
 
-import io.pgdurable.longpoll.Hint;
+import io.pgdurable.internal.longpoll.Hint;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.Events;
 import io.pgdurable.spi.ExecutionMetadata;

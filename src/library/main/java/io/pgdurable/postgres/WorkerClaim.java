@@ -1,6 +1,6 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.longpoll.Hint;
+import io.pgdurable.internal.longpoll.Hint;
 import io.pgdurable.spi.WorkItem;
 import java.util.Collection;
 import java.util.List;

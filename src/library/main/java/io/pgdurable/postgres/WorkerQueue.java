@@ -2,9 +2,9 @@ package io.pgdurable.postgres;
 
 import static io.pgdurable.postgres.SqlRunner.singleInt;
 
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.Route;
 import io.pgdurable.longpoll.QueueKind;
-import io.pgdurable.longpoll.Route;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.ProviderException;

@@ -1,7 +1,7 @@
 package io.pgdurable.postgres;
 
-import io.pgdurable.longpoll.Announcer;
-import io.pgdurable.longpoll.Hint;
+import io.pgdurable.internal.longpoll.Announcer;
+import io.pgdurable.internal.longpoll.Hint;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

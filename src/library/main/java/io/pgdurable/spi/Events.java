@@ -1,6 +1,5 @@
 package io.pgdurable.spi;
 
-import io.pgdurable.internal.Json;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -1,6 +1,5 @@
 package io.pgdurable.spi;
 
-import io.pgdurable.internal.Json;
 import io.pgdurable.spi.WorkItem.ActivityCompleted;
 import io.pgdurable.spi.WorkItem.ActivityExecute;
 import io.pgdurable.spi.WorkItem.ActivityFailed;

@@ -8,12 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.pgdurable.internal.Json;
 import io.pgdurable.spi.Event;
 import io.pgdurable.spi.Events;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.Json;
 import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.ProviderException;
 import io.pgdurable.spi.TagFilter;

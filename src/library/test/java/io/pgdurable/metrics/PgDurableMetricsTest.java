@@ -13,8 +13,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.pgdurable.longpoll.NotifyChannel;
-import io.pgdurable.longpoll.PgjdbcNgListener;
+import io.pgdurable.internal.longpoll.NotifyChannel;
+import io.pgdurable.longpoll.ChannelListener;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.SchemaMigrator;
@@ -390,7 +390,7 @@ class PgDurableMetricsTest {
              PreparedStatement ps = c.prepareStatement("SELECT pid FROM pg_stat_activity WHERE query = ? "
                      + "AND application_name = ? AND pid <> pg_backend_pid()")) {
             ps.setString(1, "LISTEN " + NotifyChannel.quoted(channel));
-            ps.setString(2, PgjdbcNgListener.APPLICATION_NAME);
+            ps.setString(2, ChannelListener.APPLICATION_NAME);
             while (true) {
                 try (ResultSet rs = ps.executeQuery()) {
                     if (rs.next()) {

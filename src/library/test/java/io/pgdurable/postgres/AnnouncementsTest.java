@@ -5,10 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.longpoll.Announcer;
-import io.pgdurable.longpoll.Hint;
+import io.pgdurable.internal.longpoll.Announcer;
+import io.pgdurable.internal.longpoll.Hint;
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.LongPollSignals;
-import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.spi.Events;
 import io.pgdurable.spi.ExecutionMetadata;
 import io.pgdurable.spi.FetchedOrchestration;

@@ -226,7 +226,7 @@ class PostgresProviderTest {
         provider.appendWithExecution("i", 1, List.of(Events.externalEvent(1, "overwrite", "2"),
                 Events.externalEvent(2, "new", "3")));
         List<String> names = provider.readWithExecution("i", 1).stream()
-                .map(e -> (String) io.pgdurable.internal.Json.parseObject(e.data()).get("name")).toList();
+                .map(e -> (String) io.pgdurable.spi.Json.parseObject(e.data()).get("name")).toList();
         assertEquals(List.of("original", "new"), names);
     }
 

@@ -157,7 +157,7 @@ class BatchFetchTest {
         CompletableFuture<List<FetchedWorkItem>> waiting = CompletableFuture.supplyAsync(() -> p.fetchWorkItems(
                 LOCK, new WorkBatch(10, 2, Duration.ofSeconds(30)), null, TagFilter.any()));
         BatchDb.awaitTrue("the batch fetch is parked", Duration.ofSeconds(10),
-                () -> p.longPoller().orElseThrow().waiting() > 0);
+                () -> p.longPolling().orElseThrow().parkedFetches() > 0);
         p.enqueueAllForWorker(List.of(activity(0), activity(1)));
         List<FetchedWorkItem> got = waiting.get(20, TimeUnit.SECONDS);
         long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
@@ -176,7 +176,7 @@ class BatchFetchTest {
         assertEquals(range(0, 1), ids(got));
         assertTrue(elapsedMs >= 290, "parked for the rest of maxWait: " + elapsedMs + " ms");
         assertTrue(elapsedMs < 10_000, "then returned: " + elapsedMs + " ms");
-        assertEquals(0, p.longPoller().orElseThrow().waiting(), "no waiter left behind");
+        assertEquals(0, p.longPolling().orElseThrow().parkedFetches(), "no waiter left behind");
     }
 
     @Test

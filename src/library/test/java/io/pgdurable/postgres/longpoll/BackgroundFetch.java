@@ -62,7 +62,7 @@ final class BackgroundFetch<T> {
             return false;
         }
         return Arrays.stream(thread.getStackTrace()).anyMatch(
-                f -> f.getClassName().equals("io.pgdurable.longpoll.Waiter") && f.getMethodName().equals("await"));
+                f -> f.getClassName().equals("io.pgdurable.internal.longpoll.Waiter") && f.getMethodName().equals("await"));
     }
 
     BackgroundFetch<T> awaitParked(Duration timeout) {

@@ -12,8 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pgdurable.internal.longpoll.Reservation;
 import io.pgdurable.longpoll.QueueKind;
-import io.pgdurable.longpoll.Reservation;
 import io.pgdurable.longpoll.WakeSource;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;

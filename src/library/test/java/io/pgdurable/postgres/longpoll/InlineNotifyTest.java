@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.LongPollSignals;
-import io.pgdurable.longpoll.NotifyChannel;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.FetchedWorkItem;
@@ -70,7 +70,7 @@ class InlineNotifyTest {
         PostgresProvider p = PostgresProvider.create(tune.apply(TestDatabase.config(schema).longPolling(true)
                 .longPollSignals(counts)).build());
         providers.add(p);
-        Waits.until(() -> p.longPoller().orElseThrow().isListening(), Duration.ofSeconds(15),
+        Waits.until(() -> p.longPolling().orElseThrow().isListening(), Duration.ofSeconds(15),
                 () -> "the provider listens");
         return p;
     }
@@ -82,7 +82,7 @@ class InlineNotifyTest {
     private static CompletableFuture<Optional<FetchedWorkItem>> parkedFetch(PostgresProvider p) {
         CompletableFuture<Optional<FetchedWorkItem>> f = CompletableFuture.supplyAsync(() ->
                 p.fetchWorkItem(LOCK, Duration.ofSeconds(20), null, TagFilter.defaultOnly()));
-        Waits.until(() -> p.longPoller().orElseThrow().waiting() >= 1, Duration.ofSeconds(10),
+        Waits.until(() -> p.longPolling().orElseThrow().parkedFetches() >= 1, Duration.ofSeconds(10),
                 () -> "the fetch parks");
         return f;
     }

@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.longpoll.NotifyChannel;
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;

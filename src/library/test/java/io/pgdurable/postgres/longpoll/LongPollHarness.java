@@ -2,10 +2,11 @@ package io.pgdurable.postgres.longpoll;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.longpoll.LongPoller;
-import io.pgdurable.longpoll.NotifyChannel;
+import io.pgdurable.internal.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.ProviderInternals;
 import io.pgdurable.postgres.SchemaPool;
 import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.DispatcherCapabilityFilter;
@@ -81,7 +82,7 @@ final class LongPollHarness implements AutoCloseable {
     }
 
     LongPoller poller() {
-        return provider.longPoller().orElseThrow();
+        return ProviderInternals.longPoller(provider);
     }
 
     String channel() {

@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.internal.longpoll.LongPoller;
 import io.pgdurable.longpoll.QueueKind;
 import io.pgdurable.longpoll.WakeSource;
 import io.pgdurable.postgres.PostgresProvider;

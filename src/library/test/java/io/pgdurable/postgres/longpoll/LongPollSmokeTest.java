@@ -43,7 +43,7 @@ class LongPollSmokeTest {
             for (int i = 0; i < lat.length; i++) {
                 CompletableFuture<Optional<FetchedWorkItem>> parked = CompletableFuture.supplyAsync(
                         () -> p.fetchWorkItem(Duration.ofSeconds(30), Duration.ofSeconds(10), null, TagFilter.any()));
-                while (p.longPoller().orElseThrow().waiting() == 0) {
+                while (p.longPolling().orElseThrow().parkedFetches() == 0) {
                     Thread.onSpinWait();
                 }
                 Thread.sleep(20);

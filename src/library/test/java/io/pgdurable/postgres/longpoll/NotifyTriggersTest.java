@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.longpoll.Hint;
-import io.pgdurable.longpoll.NotifyChannel;
+import io.pgdurable.internal.longpoll.Hint;
+import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.WakeSource;
 import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.postgres.MigrationPolicy;

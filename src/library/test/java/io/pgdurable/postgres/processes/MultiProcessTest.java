@@ -3,7 +3,7 @@ package io.pgdurable.postgres.processes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.longpoll.PgjdbcListener;
+import io.pgdurable.longpoll.ChannelListener;
 import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;
@@ -140,7 +140,7 @@ class MultiProcessTest {
         try (Connection c = TestDatabase.connect();
              PreparedStatement ps = c.prepareStatement("SELECT client_port FROM pg_stat_activity "
                      + "WHERE application_name = ? AND client_port IS NOT NULL")) {
-            ps.setString(1, PgjdbcListener.APPLICATION_NAME);
+            ps.setString(1, ChannelListener.APPLICATION_NAME);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     Long pid = portToPid.get(rs.getInt(1));

@@ -1,6 +1,6 @@
 package io.pgdurable.postgres.processes;
 
-import io.pgdurable.longpoll.LongPoller;
+import io.pgdurable.longpoll.LongPollView;
 import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;
@@ -110,7 +110,7 @@ public final class QueueProcess {
 
     private static void awaitListening(PostgresProvider provider) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (!provider.longPoller().map(LongPoller::isListening).orElse(false)) {
+        while (!provider.longPolling().map(LongPollView::isListening).orElse(false)) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("the listener was not up within 30 s");
             }

@@ -1,0 +1,92 @@
+package io.pgdurable.internal.longpoll;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.SQLTimeoutException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * What both listener drivers do alike: check their arguments (a pgjdbc URL, positive durations) and wait a bounded
+ * time for a session to connect and LISTEN, turning every way that wait can end into the same
+ * {@link SQLException}. Free of pgjdbc-ng types, so {@link PgjdbcListener} still loads without pgjdbc-ng.
+ */
+final class ListenerSupport {
+    static final String PGJDBC_PREFIX = "jdbc:postgresql:";
+
+    private ListenerSupport() {}
+
+    /** Never quotes the URL: it may hold a password. */
+    static String requirePgjdbcUrl(String jdbcUrl) {
+        Objects.requireNonNull(jdbcUrl, "jdbcUrl");
+        if (!jdbcUrl.startsWith(PGJDBC_PREFIX)) {
+            throw new IllegalArgumentException("the listener expects a pgjdbc URL starting with " + PGJDBC_PREFIX);
+        }
+        return jdbcUrl;
+    }
+
+    static Duration requirePositive(Duration d, String name) {
+        Objects.requireNonNull(d, name);
+        if (d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(name + " must be positive");
+        }
+        return d;
+    }
+
+    /**
+     * Takes a session advisory lock on a fresh random key and returns the key: while the session lives, other
+     * processes find the key held, which is how they tell that this process can still hear them (hand-over across
+     * processes). A fresh key is held by nobody, so the call does not wait.
+     */
+    static long takeLivenessLock(Connection c) throws SQLException {
+        long key;
+        do {
+            key = ThreadLocalRandom.current().nextLong();
+        } while (key == 0);
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_lock(?)")) {
+            ps.setLong(1, key);
+            ps.execute();
+        }
+        return key;
+    }
+
+    static void checkOpen(String channel, Duration heartbeat, NotificationListener.Events events) {
+        Objects.requireNonNull(channel, "channel");
+        Objects.requireNonNull(events, "events");
+        requirePositive(heartbeat, "heartbeat");
+    }
+
+    /**
+     * Waits for {@code ready} within {@code connectTimeout}. On timeout, interrupt or failure it runs
+     * {@code giveUp} first (so a connection that appears later is not leaked) and then throws.
+     */
+    static void awaitConnected(CompletableFuture<?> ready, Duration connectTimeout, Runnable giveUp)
+            throws SQLException {
+        try {
+            ready.get(connectTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            giveUp.run();
+            throw new SQLTimeoutException("the listener could not connect and LISTEN within "
+                    + connectTimeout.toMillis() + " ms", "08001");
+        } catch (InterruptedException e) {
+            giveUp.run();
+            Thread.currentThread().interrupt();
+            throw new SQLException("interrupted while the listener was connecting", "08001", e);
+        } catch (ExecutionException e) {
+            giveUp.run();
+            throw connectFailure(e.getCause());
+        }
+    }
+
+    /** A failed connect as the {@link SQLException} {@code open} throws: the driver's own, or one wrapping it. */
+    static SQLException connectFailure(Throwable cause) {
+        return cause instanceof SQLException sql ? sql
+                : new SQLException("the listener could not connect: " + cause, "08001", cause);
+    }
+}

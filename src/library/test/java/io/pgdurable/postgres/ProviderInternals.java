@@ -1,0 +1,17 @@
+package io.pgdurable.postgres;
+
+import io.pgdurable.internal.longpoll.LongPoller;
+
+/** What the library's tests reach inside a provider beyond its public surface. */
+public final class ProviderInternals {
+    private ProviderInternals() {}
+
+    /** The provider's long-poll engine; fails when long polling is off. */
+    public static LongPoller longPoller(PostgresProvider provider) {
+        LongPoller poller = provider.longPollEngine();
+        if (poller == null) {
+            throw new IllegalStateException("long polling is off for this provider");
+        }
+        return poller;
+    }
+}
