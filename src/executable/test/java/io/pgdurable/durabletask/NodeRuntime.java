@@ -1,6 +1,6 @@
 package io.pgdurable.durabletask;
 
-import io.pgdurable.internal.Json;
+import io.pgdurable.spi.Json;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
