@@ -1,11 +1,9 @@
 package io.pgdurable.cli;
 
-import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.SchemaMigrator;
 import io.pgdurable.spi.ProviderException;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
-import javax.sql.DataSource;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -22,8 +20,6 @@ import picocli.CommandLine.Spec;
                 + "the notify triggers wake parked fetches on every other writer's commit (schema-wide; --off "
                 + "disables both).")
 final class ActivateCommand implements Callable<Integer> {
-    private static final int POOL_SIZE = 3;
-
     @Spec
     CommandSpec spec;
 
@@ -41,12 +37,7 @@ final class ActivateCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         try (Database db = Database.open(options, "activate", out, err)) {
-            DataSource ds = db.pool(POOL_SIZE);
-            PostgresProviderConfig config = PostgresProviderConfig.builder()
-                    .dataSource(ds)
-                    .schema(options.schema)
-                    .build();
-            SchemaMigrator migrator = new SchemaMigrator(ds, config);
+            SchemaMigrator migrator = db.migrator(options.schema);
             SchemaMigrator.Status status = migrator.status();
             if (!status.upToDate()) {
                 err.println("error: schema " + options.schema + " is not at this tool's version ("

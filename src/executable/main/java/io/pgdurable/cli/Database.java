@@ -3,6 +3,7 @@ package io.pgdurable.cli;
 import com.zaxxer.hikari.HikariDataSource;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.SchemaMigrator;
 import io.pgdurable.spi.ProviderException;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
@@ -11,6 +12,7 @@ import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
 
 /**
  * The database one command runs against: the {@code --db} URL; else the embedded PostgreSQL of a data directory
@@ -128,6 +130,15 @@ final class Database implements AutoCloseable {
      * A small pool (at most {@code size} connections) for this command, opened the way the provider opens its own,
      * so a refused login or an unreachable server is reported and classified the same by every command.
      */
+    /**
+     * The migrator of {@code schema} on this database, on a pool of three: the migrator holds one connection for its
+     * advisory lock while Flyway works on another.
+     */
+    SchemaMigrator migrator(String schema) {
+        DataSource ds = pool(3);
+        return new SchemaMigrator(ds, PostgresProviderConfig.builder().dataSource(ds).schema(schema).build());
+    }
+
     HikariDataSource pool(int size) {
         if (pool == null) {
             pool = PostgresProvider.openPool(PostgresProviderConfig.builder().jdbcUrl(url).poolSize(size).build());

@@ -1,13 +1,11 @@
 package io.pgdurable.cli;
 
-import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.SchemaMigrator;
 import io.pgdurable.spi.ProviderException;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import javax.sql.DataSource;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -18,9 +16,6 @@ import picocli.CommandLine.Spec;
         description = "Apply pending schema migrations (creates the schema if needed) and print the resulting "
                 + "version.")
 final class MigrateCommand implements Callable<Integer> {
-    /** The migrator holds one connection for its advisory lock while Flyway works on another. */
-    private static final int POOL_SIZE = 3;
-
     @Spec
     CommandSpec spec;
 
@@ -33,12 +28,7 @@ final class MigrateCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         try (Database db = Database.open(options, "migrate", out, err)) {
-            DataSource ds = db.pool(POOL_SIZE);
-            PostgresProviderConfig config = PostgresProviderConfig.builder()
-                    .dataSource(ds)
-                    .schema(options.schema)
-                    .build();
-            SchemaMigrator migrator = new SchemaMigrator(ds, config);
+            SchemaMigrator migrator = db.migrator(options.schema);
             out.println("migrating schema " + options.schema + " on " + db.displayUrl());
             out.flush();
             SchemaMigrator.Status before = migrator.status();
