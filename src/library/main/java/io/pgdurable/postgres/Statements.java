@@ -80,7 +80,7 @@ final class Statements {
      * without waiting for its WAL flush: notifications are not durable in any case, the writes that record work were
      * flushed before they were announced, and a claim's lease end is soft state a crash may lose anyway (claims commit
      * asynchronously). A NOTIFY gives its transaction an id, so a synchronous commit
-     * waited for a flush of its own before the listeners were signalled (docs/benchmarks.md, "Announcements commit
+     * would wait for a flush of its own before the listeners are signalled (docs/decisions.md, "announcements commit
      * asynchronously").
      */
     final String announce = "SELECT count(pg_notify(?, p)) FROM unnest(?::text[]) AS p, "
