@@ -1889,14 +1889,6 @@ $$;
 -- earliest future time. Other future times of the same statement reach other processes through a timer scan or the
 -- fallback probe.
 
--- The writer's time in epoch milliseconds: the database clock (the writers these triggers serve are not providers,
--- which pass their application clock to every function they call).
-CREATE FUNCTION ${schema}.notify_now()
-RETURNS BIGINT
-LANGUAGE sql VOLATILE AS $$
-    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
-$$;
-
 -- The tag field of a worker payload: the listener routes by it, so a tag it could misread becomes "any tag".
 CREATE FUNCTION ${schema}.notify_tag_field(p_tags TEXT[])
 RETURNS TEXT
@@ -1913,7 +1905,8 @@ CREATE FUNCTION ${schema}.notify_orchestrator(p_at BIGINT[], p_instances TEXT[])
 RETURNS VOID
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_now    BIGINT := ${schema}.notify_now();
+    -- The database clock, as the SQL API's writes use it: the writers these triggers serve are not providers.
+    v_now    BIGINT := ${schema}.sql_api_now_ms();
     v_due_at BIGINT;
     v_due_n  BIGINT;
     v_first  BIGINT;
