@@ -173,8 +173,10 @@ class ListenerTest {
         assumeTrue(LoopbackProxy.isLoopback(TestDatabase.url()), "the proxy tests need a loopback database");
         try (LoopbackProxy proxy = LoopbackProxy.inFrontOf(TestDatabase.url())) {
             proxy.wedge();
+            // A connect counts as stuck after four connect timeouts, and the second open gives up after two: with 3 s
+            // a starved machine has 3 s of slack before a fresh connect could replace the first one.
             NotificationListener listener = Driver.PGJDBC_NG.create(proxy.rewrite(TestDatabase.url()),
-                    Duration.ofSeconds(1));
+                    Duration.ofSeconds(3));
             String channel = newChannel();
             Recorder rec = new Recorder();
             assertThrows(SQLException.class, () -> listener.open(channel, LONG_HEARTBEAT, rec));
