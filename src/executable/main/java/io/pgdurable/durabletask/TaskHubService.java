@@ -131,7 +131,10 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
         try {
             result = call.run();
         } catch (StatusException e) {
-            out.onError(e);
+            // Named after the RPC, as every other failure is: the caller may not know which call of its SDK it was.
+            String why = e.getStatus().getDescription();
+            out.onError(e.getStatus().withDescription(why == null || why.startsWith(rpc + ": ") ? why
+                    : rpc + ": " + why).asException(e.getTrailers()));
             return;
         } catch (ProviderException e) {
             Status s = e.retryable() ? Status.UNAVAILABLE : badData(e) ? Status.INVALID_ARGUMENT : Status.INTERNAL;
@@ -200,7 +203,8 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
 
     @Override
     public void getInstance(GetInstanceRequest request, StreamObserver<GetInstanceResponse> out) {
-        answer(out, "GetInstance", () -> client.get(instance(request.getInstanceId()), request.getGetInputsAndOutputs()));
+        answer(out, "GetInstance",
+                () -> client.get(instance(request.getInstanceId()), request.getGetInputsAndOutputs()));
     }
 
     @Override
@@ -212,7 +216,8 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void waitForInstanceCompletion(GetInstanceRequest request, StreamObserver<GetInstanceResponse> out) {
         answer(out, "WaitForInstanceCompletion",
-                () -> client.waitForCompletion(instance(request.getInstanceId()), request.getGetInputsAndOutputs()));
+                () -> client.waitForCompletion(instance(request.getInstanceId()),
+                        request.getGetInputsAndOutputs()));
     }
 
     @Override
@@ -281,11 +286,11 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     public void streamInstanceHistory(StreamInstanceHistoryRequest request, StreamObserver<HistoryChunk> out) {
         answer(out, "StreamInstanceHistory", () -> client.history(instance(request.getInstanceId())),
                 (events, o) -> {
-            for (int i = 0; i < events.size(); i += HISTORY_CHUNK) {
-                o.onNext(HistoryChunk.newBuilder()
-                        .addAllEvents(events.subList(i, Math.min(events.size(), i + HISTORY_CHUNK))).build());
-            }
-        });
+                    for (int i = 0; i < events.size(); i += HISTORY_CHUNK) {
+                        o.onNext(HistoryChunk.newBuilder()
+                                .addAllEvents(events.subList(i, Math.min(events.size(), i + HISTORY_CHUNK))).build());
+                    }
+                });
     }
 
     /** Dapr's fork: the same history as {@link #streamInstanceHistory}, in one response. */
