@@ -39,6 +39,8 @@ final class HostileRig implements AutoCloseable {
 
     final SidecarHarness hub;
     final ManagedChannel channel;
+    /** Fetch lanes of other sidecars in this JVM (earlier test classes), which are not this sidecar's to count. */
+    private final java.util.Set<Thread> otherLanes = lanes();
 
     HostileRig(String prefix) throws InterruptedException {
         hub = new SidecarHarness(prefix, TestDatabase.newSchemaName(prefix),
@@ -86,10 +88,16 @@ final class HostileRig implements AutoCloseable {
                 "worker streams still open: " + hub.sidecar.openWorkerStreams() + ", lanes " + laneThreads());
     }
 
-    static long laneThreads() {
+    /** Fetch lanes of this sidecar's worker streams still running. */
+    long laneThreads() {
+        return lanes().stream().filter(t -> !otherLanes.contains(t)).count();
+    }
+
+    private static java.util.Set<Thread> lanes() {
         return Thread.getAllStackTraces().keySet().stream().filter(t -> t.isAlive()
                 && (t.getName().startsWith("pgdurable-dt-orchestrations-")
-                || t.getName().startsWith("pgdurable-dt-activities-"))).count();
+                || t.getName().startsWith("pgdurable-dt-activities-")))
+                .collect(java.util.stream.Collectors.toSet());
     }
 
     /** A real Durable Task for Java worker runs a new orchestration (and the seeded one) to completion. */
