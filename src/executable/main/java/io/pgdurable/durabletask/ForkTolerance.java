@@ -6,17 +6,10 @@ import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.DynamicMessage;
-import com.google.protobuf.InvalidProtocolBufferException;
-import com.google.protobuf.Message;
 import com.google.protobuf.Parser;
 import com.google.protobuf.WireFormat;
-import io.grpc.MethodDescriptor;
-import io.grpc.ServerMethodDefinition;
-import io.grpc.ServerServiceDefinition;
-import io.grpc.Status;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,58 +31,18 @@ final class ForkTolerance {
 
     private ForkTolerance() {}
 
-    /** The service with every method's request marshaller made tolerant. */
-    static ServerServiceDefinition apply(ServerServiceDefinition service) {
-        ServerServiceDefinition.Builder out = ServerServiceDefinition.builder(service.getServiceDescriptor().getName());
-        for (ServerMethodDefinition<?, ?> m : service.getMethods()) {
-            out.addMethod(tolerant(m));
+    /**
+     * Parses a request that did not parse as this protocol's message again, without the fields whose bytes are not
+     * the message this protocol declares; throws when even that does not parse.
+     */
+    static <Q> Q withoutForeignFields(Parser<Q> parser, Descriptor type, byte[] bytes, String method)
+            throws IOException {
+        Q repaired = parser.parseFrom(repair(bytes, type, 0));
+        if (LOGGED.compareAndSet(false, true)) {
+            LOG.info("a {} request carried fields of another protocol revision (Dapr's fork?) that do not match this "
+                    + "protocol's types; they were dropped", method);
         }
-        return out.build();
-    }
-
-    @SuppressWarnings("unchecked")
-    private static <Q, R> ServerMethodDefinition<Q, R> tolerant(ServerMethodDefinition<Q, R> m) {
-        MethodDescriptor<Q, R> d = m.getMethodDescriptor();
-        if (!(d.getRequestMarshaller() instanceof MethodDescriptor.PrototypeMarshaller<Q> p)
-                || !(p.getMessagePrototype() instanceof Message prototype)) {
-            return m;
-        }
-        Parser<Message> parser = (Parser<Message>) prototype.getParserForType();
-        Descriptor type = prototype.getDescriptorForType();
-        MethodDescriptor.Marshaller<Q> marshaller = new MethodDescriptor.Marshaller<>() {
-            @Override
-            public InputStream stream(Q value) {
-                return d.getRequestMarshaller().stream(value);
-            }
-
-            @Override
-            public Q parse(InputStream in) {
-                byte[] bytes;
-                try {
-                    bytes = in.readAllBytes();
-                } catch (IOException e) {
-                    throw Status.INTERNAL.withDescription("reading the request failed").withCause(e)
-                            .asRuntimeException();
-                }
-                try {
-                    return (Q) parser.parseFrom(bytes);
-                } catch (InvalidProtocolBufferException first) {
-                    try {
-                        Message repaired = parser.parseFrom(repair(bytes, type, 0));
-                        if (LOGGED.compareAndSet(false, true)) {
-                            LOG.info("a {} request carried fields of another protocol revision (Dapr's fork?) that "
-                                    + "do not match this protocol's types; they were dropped", d.getBareMethodName());
-                        }
-                        return (Q) repaired;
-                    } catch (IOException | RuntimeException e) {
-                        throw Status.INTERNAL.withDescription("invalid protobuf request: " + first.getMessage())
-                                .withCause(first).asRuntimeException();
-                    }
-                }
-            }
-        };
-        return ServerMethodDefinition.create(d.toBuilder().setRequestMarshaller(marshaller).build(),
-                m.getServerCallHandler());
+        return repaired;
     }
 
     /**

@@ -119,17 +119,30 @@ final class HeldItems {
 
     // ------------------------------------------------------------------ taking back
 
-    /** The turn of {@code instance} the worker answers, no longer held; null when it is not held here. */
-    HeldTurn takeTurn(String instance) {
-        return take(turns, instance);
+    /**
+     * The turn of {@code instance} the worker answers, no longer held; null when it is not held here. A worker that
+     * sends the item's completion token gets the turn only if it is the one sent with that token: a result of an
+     * earlier delivery, or one naming another worker's token, leaves the turn held.
+     */
+    HeldTurn takeTurn(String instance, String token) {
+        return token.isEmpty() ? take(turns, instance) : takeWithToken(turns, instance, token);
     }
 
     HeldEntity takeEntity(String token) {
         return entities.remove(token);
     }
 
-    HeldActivity takeActivity(ActivityKey key) {
-        return take(activities, key);
+    /** As {@link #takeTurn}, for an activity. */
+    HeldActivity takeActivity(ActivityKey key, String token) {
+        return token.isEmpty() ? take(activities, key) : takeWithToken(activities, key, token);
+    }
+
+    private <K, H extends Held> H takeWithToken(Map<K, H> items, K key, String token) {
+        H held = takeSent(items, key, token);
+        if (held != null) {
+            tokens.remove(token);
+        }
+        return held;
     }
 
     private <K, H extends Held> H take(Map<K, H> items, K key) {

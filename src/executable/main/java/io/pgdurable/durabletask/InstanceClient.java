@@ -40,10 +40,8 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -224,7 +222,7 @@ final class InstanceClient {
         int page = q.getMaxInstanceCount() > 0 ? q.getMaxInstanceCount() : DEFAULT_PAGE;
         String after = q.hasContinuationToken() ? q.getContinuationToken().getValue() : "";
         String prefix = q.hasInstanceIdPrefix() ? q.getInstanceIdPrefix().getValue() : "";
-        Set<OrchestrationStatus> statuses = statusSet(q.getRuntimeStatusList());
+        StatusFilter statuses = StatusFilter.of(q.getRuntimeStatusList());
         QueryInstancesResponse.Builder out = QueryInstancesResponse.newBuilder();
         String last = null;
         for (String id : InstanceIds.after(admin, after, prefix)) {
@@ -270,7 +268,7 @@ final class InstanceClient {
      * and goes alone.
      */
     int purge(PurgeInstanceFilter f, boolean keepChildren) {
-        Set<OrchestrationStatus> statuses = statusSet(f.getRuntimeStatusList());
+        StatusFilter statuses = StatusFilter.of(f.getRuntimeStatusList());
         int deleted = 0;
         for (String id : admin.listInstances()) {
             Optional<InstanceInfo> info = info(id);
@@ -365,9 +363,9 @@ final class InstanceClient {
         return b.build();
     }
 
-    private static boolean matches(OrchestrationState s, Set<OrchestrationStatus> statuses,
+    private static boolean matches(OrchestrationState s, StatusFilter statuses,
                                    com.google.protobuf.Timestamp from, com.google.protobuf.Timestamp to) {
-        if (!statuses.isEmpty() && !statuses.contains(s.getOrchestrationStatus())) {
+        if (!statuses.matches(s.getOrchestrationStatus())) {
             return false;
         }
         Instant created = DtEvents.instant(s.getCreatedTimestamp());
@@ -377,16 +375,6 @@ final class InstanceClient {
         return to == null || !created.isAfter(DtEvents.instant(to));
     }
 
-    private static Set<OrchestrationStatus> statusSet(List<OrchestrationStatus> list) {
-        Set<OrchestrationStatus> set = EnumSet.noneOf(OrchestrationStatus.class);
-        for (OrchestrationStatus s : list) {
-            if (s != OrchestrationStatus.UNRECOGNIZED) {
-                set.add(s);
-            }
-        }
-        return set;
-    }
-
     /**
      * One page of instance ids in id order, optionally only those with the given statuses and (for finished
      * instances) completed within the given range. The key of the page's last id continues the listing.
@@ -394,7 +382,7 @@ final class InstanceClient {
     ListInstanceIdsResponse listInstanceIds(ListInstanceIdsRequest r) {
         int page = r.getPageSize() > 0 ? r.getPageSize() : DEFAULT_PAGE;
         String after = r.hasLastInstanceKey() ? r.getLastInstanceKey().getValue() : "";
-        Set<OrchestrationStatus> statuses = statusSet(r.getRuntimeStatusList());
+        StatusFilter statuses = StatusFilter.of(r.getRuntimeStatusList());
         Instant from = r.hasCompletedTimeFrom() ? DtEvents.instant(r.getCompletedTimeFrom()) : null;
         Instant to = r.hasCompletedTimeTo() ? DtEvents.instant(r.getCompletedTimeTo()) : null;
         ListInstanceIdsResponse.Builder out = ListInstanceIdsResponse.newBuilder();
@@ -410,7 +398,7 @@ final class InstanceClient {
             }
             last = id;
             DtState s = state(info.get());
-            if (!statuses.isEmpty() && !statuses.contains(s.status())) {
+            if (!statuses.matches(s.status())) {
                 continue;
             }
             if (from != null || to != null) {

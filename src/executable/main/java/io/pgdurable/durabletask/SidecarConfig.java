@@ -21,10 +21,11 @@ import java.util.Objects;
  * @param waitFallback  how often a waiting client call re-reads the status when no notification came
  * @param shutdownGrace how long a stop waits for work the workers hold before abandoning it
  * @param tls           TLS, and with a client CA mutual TLS; null = plaintext, fit for loopback only
+ * @param limits        how much one request may carry ({@link RequestLimits#DEFAULTS} unless told otherwise)
  */
 public record SidecarConfig(String host, int port, Duration lockTimeout, Duration pollTimeout, boolean longPolling,
                             Duration shortPollInterval, String statusJdbcUrl, String schema, Duration waitFallback,
-                            Duration shutdownGrace, SidecarTls tls) {
+                            Duration shutdownGrace, SidecarTls tls, RequestLimits limits) {
     public static final int DEFAULT_PORT = 4001;
 
     /** Plaintext: the configuration as it was before TLS. */
@@ -32,7 +33,15 @@ public record SidecarConfig(String host, int port, Duration lockTimeout, Duratio
                          Duration shortPollInterval, String statusJdbcUrl, String schema, Duration waitFallback,
                          Duration shutdownGrace) {
         this(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval, statusJdbcUrl, schema,
-                waitFallback, shutdownGrace, null);
+                waitFallback, shutdownGrace, null, RequestLimits.DEFAULTS);
+    }
+
+    /** With TLS and the default request limits. */
+    public SidecarConfig(String host, int port, Duration lockTimeout, Duration pollTimeout, boolean longPolling,
+                         Duration shortPollInterval, String statusJdbcUrl, String schema, Duration waitFallback,
+                         Duration shutdownGrace, SidecarTls tls) {
+        this(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval, statusJdbcUrl, schema,
+                waitFallback, shutdownGrace, tls, RequestLimits.DEFAULTS);
     }
 
     public SidecarConfig {
@@ -46,10 +55,12 @@ public record SidecarConfig(String host, int port, Duration lockTimeout, Duratio
         positive(waitFallback, "waitFallback");
         Objects.requireNonNull(shutdownGrace, "shutdownGrace");
         Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(limits, "limits");
     }
 
     /**
-     * Defaults for {@code schema} on 127.0.0.1:{@value #DEFAULT_PORT}, long polling, no cross-process status, no TLS.
+     * Defaults for {@code schema} on 127.0.0.1:{@value #DEFAULT_PORT}, long polling, no cross-process status, no TLS,
+     * the default request limits.
      */
     public static SidecarConfig defaults(String schema) {
         return new SidecarConfig("127.0.0.1", DEFAULT_PORT, Duration.ofSeconds(30), Duration.ofSeconds(10), true,
@@ -58,42 +69,47 @@ public record SidecarConfig(String host, int port, Duration lockTimeout, Duratio
 
     public SidecarConfig withPort(int newPort) {
         return new SidecarConfig(host, newPort, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, waitFallback, shutdownGrace, tls);
+                statusJdbcUrl, schema, waitFallback, shutdownGrace, tls, limits);
     }
 
     public SidecarConfig withHost(String newHost) {
         return new SidecarConfig(newHost, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, waitFallback, shutdownGrace, tls);
+                statusJdbcUrl, schema, waitFallback, shutdownGrace, tls, limits);
     }
 
     public SidecarConfig withLockTimeout(Duration timeout) {
         return new SidecarConfig(host, port, timeout, pollTimeout, longPolling, shortPollInterval, statusJdbcUrl,
-                schema, waitFallback, shutdownGrace, tls);
+                schema, waitFallback, shutdownGrace, tls, limits);
     }
 
     public SidecarConfig withLongPolling(boolean enabled) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, enabled, shortPollInterval, statusJdbcUrl,
-                schema, waitFallback, shutdownGrace, tls);
+                schema, waitFallback, shutdownGrace, tls, limits);
     }
 
     public SidecarConfig withStatusJdbcUrl(String url) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval, url, schema,
-                waitFallback, shutdownGrace, tls);
+                waitFallback, shutdownGrace, tls, limits);
     }
 
     public SidecarConfig withWaitFallback(Duration fallback) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, fallback, shutdownGrace, tls);
+                statusJdbcUrl, schema, fallback, shutdownGrace, tls, limits);
     }
 
     public SidecarConfig withShutdownGrace(Duration grace) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, waitFallback, grace, tls);
+                statusJdbcUrl, schema, waitFallback, grace, tls, limits);
     }
 
     public SidecarConfig withTls(SidecarTls newTls) {
         return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
-                statusJdbcUrl, schema, waitFallback, shutdownGrace, newTls);
+                statusJdbcUrl, schema, waitFallback, shutdownGrace, newTls, limits);
+    }
+
+    public SidecarConfig withLimits(RequestLimits newLimits) {
+        return new SidecarConfig(host, port, lockTimeout, pollTimeout, longPolling, shortPollInterval,
+                statusJdbcUrl, schema, waitFallback, shutdownGrace, tls, newLimits);
     }
 
     private static void positive(Duration d, String name) {

@@ -52,12 +52,13 @@ public final class SidecarServer implements AutoCloseable {
         StopGate gate = new StopGate();
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()),
                         config.tls() == null ? InsecureServerCredentials.create() : config.tls().serverCredentials())
-                .addService(new TaskHubService(dispatcher, client, new EntityClient(provider, clock)))
+                .addService(new TaskHubService(dispatcher, client, new EntityClient(provider, clock),
+                        config.limits()))
                 // Find workers whose connection died silently; their items are abandoned when the stream ends.
                 .keepAliveTime(30, TimeUnit.SECONDS)
                 .keepAliveTimeout(10, TimeUnit.SECONDS)
                 .permitKeepAliveTime(10, TimeUnit.SECONDS)
-                .maxInboundMessageSize(16 * 1024 * 1024)
+                .maxInboundMessageSize(config.limits().maxMessageBytes())
                 .intercept(new WorkerAgent())
                 .intercept(gate)
                 .build();

@@ -80,11 +80,16 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     private final WorkDispatcher dispatcher;
     private final InstanceClient client;
     private final EntityClient entities;
+    private final ClientRequestRules clientRules;
+    private final WorkerResultRules resultRules;
 
-    TaskHubService(WorkDispatcher dispatcher, InstanceClient client, EntityClient entities) {
+    TaskHubService(WorkDispatcher dispatcher, InstanceClient client, EntityClient entities, RequestLimits limits) {
         this.dispatcher = dispatcher;
         this.client = client;
         this.entities = entities;
+        FieldRules fields = new FieldRules(limits);
+        this.clientRules = new ClientRequestRules(fields);
+        this.resultRules = new WorkerResultRules(fields);
     }
 
     /**
@@ -100,7 +105,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
         for (ServerMethodDefinition<?, ?> alias : DaprTaskHubSidecarAliasesGrpc.bindService(this).getMethods()) {
             all.addMethod(servedUnder(name, alias));
         }
-        return ForkTolerance.apply(all.build());
+        return RequestDecoding.apply(all.build());
     }
 
     private static <Q, R> ServerMethodDefinition<Q, R> servedUnder(String service, ServerMethodDefinition<Q, R> m) {
@@ -126,10 +131,13 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
         try {
             result = call.run();
         } catch (StatusException e) {
-            out.onError(e);
+            // Named after the RPC, as every other failure is: the caller may not know which call of its SDK it was.
+            String why = e.getStatus().getDescription();
+            out.onError(e.getStatus().withDescription(why == null || why.startsWith(rpc + ": ") ? why
+                    : rpc + ": " + why).asException(e.getTrailers()));
             return;
         } catch (ProviderException e) {
-            Status s = e.retryable() ? Status.UNAVAILABLE : Status.INTERNAL;
+            Status s = e.retryable() ? Status.UNAVAILABLE : badData(e) ? Status.INVALID_ARGUMENT : Status.INTERNAL;
             LOG.debug("{} failed: {}", rpc, e.getMessage());
             out.onError(s.withDescription(rpc + ": " + e.getMessage()).asException());
             return;
@@ -145,6 +153,14 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
         out.onCompleted();
     }
 
+    /**
+     * A database error of class 22 (data exception: a value out of range, an invalid character) comes from a value
+     * of the request that the checks let through: the caller's to fix, not the sidecar's.
+     */
+    private static boolean badData(ProviderException e) {
+        return e.sqlState().filter(state -> state.startsWith("22")).isPresent();
+    }
+
     @Override
     public void hello(Empty request, StreamObserver<Empty> out) {
         answer(out, "Hello", () -> Empty.getDefaultInstance());
@@ -158,6 +174,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void completeOrchestratorTask(OrchestratorResponse request, StreamObserver<CompleteTaskResponse> out) {
         answer(out, "CompleteOrchestratorTask", () -> {
+            resultRules.orchestratorResponse(request);
             dispatcher.completeOrchestration(request);
             return CompleteTaskResponse.getDefaultInstance();
         });
@@ -166,6 +183,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void completeActivityTask(ActivityResponse request, StreamObserver<CompleteTaskResponse> out) {
         answer(out, "CompleteActivityTask", () -> {
+            resultRules.activityResponse(request);
             dispatcher.completeActivity(request);
             return CompleteTaskResponse.getDefaultInstance();
         });
@@ -174,6 +192,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void startInstance(CreateInstanceRequest request, StreamObserver<CreateInstanceResponse> out) {
         answer(out, "StartInstance", () -> {
+            clientRules.start(request);
             if (EntityBatches.isEntityId(request.getInstanceId())) {
                 throw new IllegalArgumentException("instance ids of the form @name@key are durable entities; an "
                         + "orchestration cannot be started as '" + request.getInstanceId() + "'");
@@ -184,24 +203,27 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
 
     @Override
     public void getInstance(GetInstanceRequest request, StreamObserver<GetInstanceResponse> out) {
-        answer(out, "GetInstance", () -> client.get(request.getInstanceId(), request.getGetInputsAndOutputs()));
+        answer(out, "GetInstance",
+                () -> client.get(instance(request.getInstanceId()), request.getGetInputsAndOutputs()));
     }
 
     @Override
     public void waitForInstanceStart(GetInstanceRequest request, StreamObserver<GetInstanceResponse> out) {
         answer(out, "WaitForInstanceStart",
-                () -> client.waitForStart(request.getInstanceId(), request.getGetInputsAndOutputs()));
+                () -> client.waitForStart(instance(request.getInstanceId()), request.getGetInputsAndOutputs()));
     }
 
     @Override
     public void waitForInstanceCompletion(GetInstanceRequest request, StreamObserver<GetInstanceResponse> out) {
         answer(out, "WaitForInstanceCompletion",
-                () -> client.waitForCompletion(request.getInstanceId(), request.getGetInputsAndOutputs()));
+                () -> client.waitForCompletion(instance(request.getInstanceId()),
+                        request.getGetInputsAndOutputs()));
     }
 
     @Override
     public void raiseEvent(RaiseEventRequest request, StreamObserver<RaiseEventResponse> out) {
         answer(out, "RaiseEvent", () -> {
+            clientRules.raise(request);
             client.raise(request);
             return RaiseEventResponse.getDefaultInstance();
         });
@@ -210,6 +232,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void terminateInstance(TerminateRequest request, StreamObserver<TerminateResponse> out) {
         answer(out, "TerminateInstance", () -> {
+            clientRules.instance(request.getInstanceId());
             client.terminate(request);
             return TerminateResponse.getDefaultInstance();
         });
@@ -218,6 +241,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void suspendInstance(SuspendRequest request, StreamObserver<SuspendResponse> out) {
         answer(out, "SuspendInstance", () -> {
+            clientRules.instance(request.getInstanceId());
             client.suspend(request);
             return SuspendResponse.getDefaultInstance();
         });
@@ -226,6 +250,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void resumeInstance(ResumeRequest request, StreamObserver<ResumeResponse> out) {
         answer(out, "ResumeInstance", () -> {
+            clientRules.instance(request.getInstanceId());
             client.resume(request);
             return ResumeResponse.getDefaultInstance();
         });
@@ -233,50 +258,70 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
 
     @Override
     public void queryInstances(QueryInstancesRequest request, StreamObserver<QueryInstancesResponse> out) {
-        answer(out, "QueryInstances", () -> client.query(request.getQuery()));
+        answer(out, "QueryInstances", () -> {
+            clientRules.query(request.getQuery());
+            return client.query(request.getQuery());
+        });
     }
 
     @Override
     public void listInstanceIds(ListInstanceIdsRequest request, StreamObserver<ListInstanceIdsResponse> out) {
-        answer(out, "ListInstanceIds", () -> client.listInstanceIds(request));
+        answer(out, "ListInstanceIds", () -> {
+            clientRules.list(request);
+            return client.listInstanceIds(request);
+        });
     }
 
     /** Dapr's fork: {@link #listInstanceIds} under its own name and paging fields. */
     @Override
     public void listInstanceIDs(ListInstanceIDsRequest request, StreamObserver<ListInstanceIDsResponse> out) {
-        answer(out, "ListInstanceIDs", () -> client.listInstanceIds(request));
+        answer(out, "ListInstanceIDs", () -> {
+            clientRules.list(request);
+            return client.listInstanceIds(request);
+        });
     }
 
     /** The history of the instance's current execution, in chunks of at most {@value #HISTORY_CHUNK} events. */
     @Override
     public void streamInstanceHistory(StreamInstanceHistoryRequest request, StreamObserver<HistoryChunk> out) {
-        answer(out, "StreamInstanceHistory", () -> client.history(request.getInstanceId()), (events, o) -> {
-            for (int i = 0; i < events.size(); i += HISTORY_CHUNK) {
-                o.onNext(HistoryChunk.newBuilder()
-                        .addAllEvents(events.subList(i, Math.min(events.size(), i + HISTORY_CHUNK))).build());
-            }
-        });
+        answer(out, "StreamInstanceHistory", () -> client.history(instance(request.getInstanceId())),
+                (events, o) -> {
+                    for (int i = 0; i < events.size(); i += HISTORY_CHUNK) {
+                        o.onNext(HistoryChunk.newBuilder()
+                                .addAllEvents(events.subList(i, Math.min(events.size(), i + HISTORY_CHUNK))).build());
+                    }
+                });
     }
 
     /** Dapr's fork: the same history as {@link #streamInstanceHistory}, in one response. */
     @Override
     public void getInstanceHistory(GetInstanceHistoryRequest request, StreamObserver<GetInstanceHistoryResponse> out) {
         answer(out, "GetInstanceHistory", () -> GetInstanceHistoryResponse.newBuilder()
-                .addAllEvents(client.history(request.getInstanceId())).build());
+                .addAllEvents(client.history(instance(request.getInstanceId()))).build());
     }
 
     static final int HISTORY_CHUNK = 200;
 
+    /** The instance id of a request that names one, checked. */
+    private String instance(String instanceId) throws StatusException {
+        clientRules.instance(instanceId);
+        return instanceId;
+    }
+
     @Override
     public void restartInstance(RestartInstanceRequest request, StreamObserver<RestartInstanceResponse> out) {
-        answer(out, "RestartInstance", () -> RestartInstanceResponse.newBuilder()
-                .setInstanceId(client.restart(request).getInstanceId()).build());
+        answer(out, "RestartInstance", () -> {
+            clientRules.instance(request.getInstanceId());
+            return RestartInstanceResponse.newBuilder().setInstanceId(client.restart(request).getInstanceId())
+                    .build();
+        });
     }
 
     @Override
     public void abandonTaskOrchestratorWorkItem(AbandonOrchestrationTaskRequest request,
                                                 StreamObserver<AbandonOrchestrationTaskResponse> out) {
         answer(out, "AbandonTaskOrchestratorWorkItem", () -> {
+            FieldRules.requireToken("completionToken", request.getCompletionToken());
             dispatcher.abandon(request.getCompletionToken());
             return AbandonOrchestrationTaskResponse.getDefaultInstance();
         });
@@ -286,6 +331,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     public void abandonTaskActivityWorkItem(AbandonActivityTaskRequest request,
                                             StreamObserver<AbandonActivityTaskResponse> out) {
         answer(out, "AbandonTaskActivityWorkItem", () -> {
+            FieldRules.requireToken("completionToken", request.getCompletionToken());
             dispatcher.abandon(request.getCompletionToken());
             return AbandonActivityTaskResponse.getDefaultInstance();
         });
@@ -294,6 +340,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void signalEntity(SignalEntityRequest request, StreamObserver<SignalEntityResponse> out) {
         answer(out, "SignalEntity", () -> {
+            clientRules.signal(request);
             entities.signal(request);
             return SignalEntityResponse.getDefaultInstance();
         });
@@ -301,22 +348,29 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
 
     @Override
     public void getEntity(GetEntityRequest request, StreamObserver<GetEntityResponse> out) {
-        answer(out, "GetEntity", () -> entities.get(request.getInstanceId(), request.getIncludeState()));
+        answer(out, "GetEntity", () -> entities.get(instance(request.getInstanceId()), request.getIncludeState()));
     }
 
     @Override
     public void queryEntities(QueryEntitiesRequest request, StreamObserver<QueryEntitiesResponse> out) {
-        answer(out, "QueryEntities", () -> entities.query(request.getQuery()));
+        answer(out, "QueryEntities", () -> {
+            clientRules.query(request.getQuery());
+            return entities.query(request.getQuery());
+        });
     }
 
     @Override
     public void cleanEntityStorage(CleanEntityStorageRequest request, StreamObserver<CleanEntityStorageResponse> out) {
-        answer(out, "CleanEntityStorage", () -> entities.clean(request));
+        answer(out, "CleanEntityStorage", () -> {
+            clientRules.clean(request);
+            return entities.clean(request);
+        });
     }
 
     @Override
     public void completeEntityTask(EntityBatchResult request, StreamObserver<CompleteTaskResponse> out) {
         answer(out, "CompleteEntityTask", () -> {
+            FieldRules.requireToken("completionToken", request.getCompletionToken());
             dispatcher.completeEntity(request);
             return CompleteTaskResponse.getDefaultInstance();
         });
@@ -326,6 +380,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     public void abandonTaskEntityWorkItem(AbandonEntityTaskRequest request,
                                           StreamObserver<AbandonEntityTaskResponse> out) {
         answer(out, "AbandonTaskEntityWorkItem", () -> {
+            FieldRules.requireToken("completionToken", request.getCompletionToken());
             dispatcher.abandon(request.getCompletionToken());
             return AbandonEntityTaskResponse.getDefaultInstance();
         });
@@ -343,6 +398,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void purgeInstances(PurgeInstancesRequest request, StreamObserver<PurgeInstancesResponse> out) {
         answer(out, "PurgeInstances", () -> {
+            clientRules.purge(request);
             boolean keepChildren = !request.getRecursive() && WorkerAgent.choosesPurgeRecursion(WorkerAgent.current());
             int deleted = switch (request.getRequestCase()) {
                 case INSTANCEID -> client.purge(request.getInstanceId(), keepChildren);
@@ -384,6 +440,7 @@ final class TaskHubService implements TaskHubSidecarServiceGrpc.AsyncService,
     @Override
     public void rewindInstance(RewindInstanceRequest request, StreamObserver<RewindInstanceResponse> out) {
         answer(out, "RewindInstance", () -> {
+            clientRules.instance(request.getInstanceId());
             client.rewind(request);
             return RewindInstanceResponse.getDefaultInstance();
         });

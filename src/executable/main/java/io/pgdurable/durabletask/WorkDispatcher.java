@@ -79,6 +79,13 @@ final class WorkDispatcher implements AutoCloseable {
             observer.onError(Status.UNAVAILABLE.withDescription("the sidecar is stopping").asException());
             return;
         }
+        int limit = config.limits().maxWorkerStreams();
+        if (streams.size() >= limit) {
+            // Each stream has two fetch threads: a flood of streams would be a flood of threads and fetches.
+            observer.onError(Status.RESOURCE_EXHAUSTED.withDescription(limit + " worker streams are open already, "
+                    + "the most this sidecar serves at a time (sidecar setting maxWorkerStreams)").asException());
+            return;
+        }
         String agent = WorkerAgent.current();
         WorkStream s = new WorkStream(streamIds.incrementAndGet(), observer,
                 WorkerAgent.slots(request.getMaxConcurrentOrchestrationWorkItems(), agent),

@@ -37,10 +37,11 @@ final class WorkResults {
     }
 
     void completeOrchestration(OrchestratorResponse response) throws StatusException {
-        HeldItems.HeldTurn turn = held.takeTurn(response.getInstanceId());
+        HeldItems.HeldTurn turn = held.takeTurn(response.getInstanceId(), response.getCompletionToken());
         if (turn == null) {
-            LOG.info("ignoring a late orchestrator result for {}: the turn is no longer held here",
-                    response.getInstanceId());
+            LOG.info("ignoring a late orchestrator result for {}: the turn is no longer held here{}",
+                    response.getInstanceId(), response.getCompletionToken().isEmpty() ? ""
+                            : " under completion token " + response.getCompletionToken());
             return;
         }
         // The slot is freed only after the commit: a fetch started earlier would find the instance still locked
@@ -127,7 +128,8 @@ final class WorkResults {
 
     void completeActivity(ActivityResponse response) throws StatusException {
         HeldItems.HeldActivity activity = held.takeActivity(
-                new HeldItems.ActivityKey(response.getInstanceId(), response.getTaskId()));
+                new HeldItems.ActivityKey(response.getInstanceId(), response.getTaskId()),
+                response.getCompletionToken());
         if (activity == null) {
             LOG.info("ignoring a late result of activity #{} of {}: it is no longer held here",
                     response.getTaskId(), response.getInstanceId());
