@@ -131,6 +131,22 @@ final class ProviderConnections {
         return probe;
     }
 
+    /**
+     * Connections to {@code jdbcUrl} outside the pool for {@link TransactionPoolerCheck}: they prepare nothing on the
+     * server whatever the URL says (they may be going through the very pooler the check looks for), and connecting
+     * or a statement gives up within the pool's connection timeout, so a session-mode pooler with no session to
+     * spare delays the start only that long.
+     */
+    static DataSource poolerCheckSource(PostgresProviderConfig config) {
+        PGSimpleDataSource check = unpooledSource(config, "pgdurable-check");
+        int seconds = (int) Math.max(2, Math.min(30, config.connectionTimeout().toSeconds()));
+        check.setPrepareThreshold(0);
+        check.setConnectTimeout(seconds);
+        check.setLoginTimeout(seconds);
+        check.setSocketTimeout(seconds);
+        return check;
+    }
+
     /** One connection at a time to {@code jdbcUrl}, outside the pool, named {@code applicationName}. */
     private static PGSimpleDataSource unpooledSource(PostgresProviderConfig config, String applicationName) {
         PGSimpleDataSource direct = new PGSimpleDataSource();
