@@ -58,7 +58,7 @@ final class TransactionPoolerCheck {
             throw ProviderException.permanent("connect", "jdbcUrl " + where + " goes through a transaction "
                     + "pooler (such as PgBouncer with pool_mode = transaction): " + evidence.get() + ". Declare it: "
                     + "set transactionPooler(true) and directUrl, a URL that reaches PostgreSQL without the pooler "
-                    + "(docs/pgbouncer.md); nothing was run on the pool");
+                    + "(docs/pgbouncer.md); the provider ran no statement there");
         }
     }
 
