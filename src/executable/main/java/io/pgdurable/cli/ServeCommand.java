@@ -31,6 +31,8 @@ import picocli.CommandLine.Spec;
                         + "~/.pgdurable), so instances survive a restart; --ephemeral uses a throw-away one instead."})
 final class ServeCommand implements Callable<Integer> {
     private static final long STOP_BUDGET_SECONDS = 20;
+    /** What the provider's refusal of a transaction pooler it was not told about says to set. */
+    static final String UNDECLARED_POOLER = "set transactionPooler(true) and directUrl";
 
     @Spec
     CommandSpec spec;
@@ -155,6 +157,13 @@ final class ServeCommand implements Callable<Integer> {
             err.flush();
             return 1;
         } catch (ProviderException e) {
+            if (directDb == null && e.getMessage().contains(UNDECLARED_POOLER)) {
+                // the library names its settings; serve declares the pooler with --direct-db
+                err.println("error: " + PgDurableCli.redact(e.getMessage()) + ". With serve: --db names the "
+                        + "pooler, and --direct-db URL, a URL that reaches PostgreSQL without it, declares it");
+                err.flush();
+                return 1;
+            }
             return PgDurableCli.fail(err, e);
         } finally {
             stopped.countDown();

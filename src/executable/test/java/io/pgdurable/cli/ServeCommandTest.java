@@ -28,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** {@code pgdurable serve} runs a sidecar a real Durable Task worker and client use, and stops cleanly. */
 class ServeCommandTest {
@@ -41,6 +42,34 @@ class ServeCommandTest {
     @Test
     void serve_runs_through_pg_bouncer_with_a_direct_url() throws Exception {
         runsAnOrchestrationAndStops("--db", PgBouncer.url(), "--direct-db", TestDatabase.url());
+    }
+
+    /** --db through a transaction pooler without --direct-db: refused before the pool runs a statement. */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS) // a serve that is not refused runs until interrupted
+    void serve_through_a_transaction_pooler_without_direct_db_is_refused_naming_the_option() throws Exception {
+        String schema = TestDatabase.newSchemaName("dt_serve_pooler");
+        try {
+            PgDurableCliTest.Result r = PgDurableCliTest.cli("serve", "--db", PgBouncer.url(), "--schema", schema,
+                    "--port", "0");
+            assertEquals(1, r.code(), r.all());
+            assertTrue(r.err().startsWith("error: connect: jdbcUrl "), r.err());
+            assertTrue(r.err().contains("goes through a transaction pooler"), r.err());
+            assertTrue(r.err().contains("--direct-db URL"), r.err());
+            assertFalse(r.out().contains("listening on"), r.out());
+            boolean created = TestDatabase.withMaintenanceConnection(c -> {
+                try (java.sql.PreparedStatement ps = c.prepareStatement(
+                        "SELECT 1 FROM pg_namespace WHERE nspname = ?")) {
+                    ps.setString(1, schema);
+                    try (java.sql.ResultSet rs = ps.executeQuery()) {
+                        return rs.next();
+                    }
+                }
+            });
+            assertFalse(created, "the refused serve created its schema");
+        } finally {
+            TestDatabase.dropSchema(schema);
+        }
     }
 
     @Test

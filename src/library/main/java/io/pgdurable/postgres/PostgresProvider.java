@@ -90,6 +90,17 @@ public final class PostgresProvider implements OrchestrationProvider {
                 throw e;
             }
             dataSource = ownedPool;
+            if (!config.transactionPooler()) {
+                // before the first statement of the provider: an undeclared pooler must not run one
+                try {
+                    TransactionPoolerCheck.refuseUndeclared(ProviderConnections.poolerCheckSource(config),
+                            PostgresProviderConfig.redactUrl(config.jdbcUrl()));
+                } catch (RuntimeException e) {
+                    ownedPool.close();
+                    observer.closed();
+                    throw e;
+                }
+            }
         }
         this.db = new SqlRunner(dataSource, observer);
         // Observer.NONE is not LongPollSignals.NONE: without metrics the configured signals go on alone.

@@ -131,6 +131,24 @@ final class ProviderConnections {
         return probe;
     }
 
+    /**
+     * Connections to {@code jdbcUrl} outside the pool for {@link TransactionPoolerCheck}. They may be going through
+     * the very pooler the check looks for, so they leave nothing in a server session: no server-side statements
+     * whatever the URL says, and pgjdbc's set-up in the startup packet rather than session {@code SET}s. Connecting
+     * or a statement gives up within the pool's connection timeout (2 to 30 s), so a session-mode pooler with no
+     * session to spare delays the start only that long.
+     */
+    static DataSource poolerCheckSource(PostgresProviderConfig config) {
+        PGSimpleDataSource check = unpooledSource(config, "pgdurable-check");
+        int seconds = (int) Math.max(2, Math.min(30, config.connectionTimeout().toSeconds()));
+        check.setPrepareThreshold(0);
+        check.setAssumeMinServerVersion("9.0");
+        check.setConnectTimeout(seconds);
+        check.setLoginTimeout(seconds);
+        check.setSocketTimeout(seconds);
+        return check;
+    }
+
     /** One connection at a time to {@code jdbcUrl}, outside the pool, named {@code applicationName}. */
     private static PGSimpleDataSource unpooledSource(PostgresProviderConfig config, String applicationName) {
         PGSimpleDataSource direct = new PGSimpleDataSource();

@@ -28,6 +28,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Either way the fixture checks, once, that the URL reaches the same server and database as
  * {@link TestDatabase#url()} and that it really pools by transaction, so a misconfigured run cannot pass by talking to
  * PostgreSQL directly.
+ *
+ * <p>{@link #sessionModeUrl()} starts a second one in session mode, for what must hold behind a session pooler.
  */
 public final class PgBouncer {
     public static final String URL_SETTING = "PGDURABLE_PGBOUNCER_URL";
@@ -35,6 +37,7 @@ public final class PgBouncer {
     static final int POOL_SIZE = 20;
 
     private static volatile String url;
+    private static volatile String sessionModeUrl;
 
     private PgBouncer() {}
 
@@ -47,12 +50,33 @@ public final class PgBouncer {
                     // A PgBouncer named by URL sits in front of the machine's server, not in front of an embedded
                     // server of a chosen major; that one gets a PgBouncer of this JVM's own.
                     String configured = TestDatabase.chosenMajor() != null ? null : setting(URL_SETTING);
-                    String resolved = configured != null ? configured : Started.start(TestDatabase.url());
+                    String resolved = configured != null ? configured
+                            : Started.start(TestDatabase.url(), "transaction");
                     checkSameDatabase(resolved);
                     checkPoolsByTransaction(resolved);
                     url = resolved;
                 }
                 u = url;
+            }
+        }
+        return u;
+    }
+
+    /**
+     * A JDBC URL through a second PgBouncer, in session mode, in front of the test database: always one this JVM
+     * starts from the {@code pgbouncer} binary (the transaction-mode one of {@code PGDURABLE_PGBOUNCER_URL} cannot
+     * change its mode), started on first use. Fails, never skips, when the binary is missing.
+     */
+    public static String sessionModeUrl() {
+        String u = sessionModeUrl;
+        if (u == null) {
+            synchronized (PgBouncer.class) {
+                if (sessionModeUrl == null) {
+                    String started = Started.start(TestDatabase.url(), "session");
+                    checkSameDatabase(started);
+                    sessionModeUrl = started;
+                }
+                u = sessionModeUrl;
             }
         }
         return u;
@@ -146,7 +170,8 @@ public final class PgBouncer {
                 + "pgbouncer) or " + URL_SETTING + " naming a PgBouncer in transaction mode in front of the test "
                 + "database";
 
-        static String start(String databaseUrl) {
+        /** @param poolMode PgBouncer's {@code pool_mode}: {@code transaction} or {@code session} */
+        static String start(String databaseUrl, String poolMode) {
             Path binary = binary();
             Properties db = org.postgresql.Driver.parseURL(databaseUrl, null);
             if (db == null) {
@@ -172,7 +197,7 @@ public final class PgBouncer {
                         "unix_socket_dir =",
                         "auth_type = trust",
                         "auth_file = " + users,
-                        "pool_mode = transaction",
+                        "pool_mode = " + poolMode,
                         "default_pool_size = " + POOL_SIZE,
                         "server_idle_timeout = 10",
                         "max_client_conn = 500",
@@ -198,7 +223,7 @@ public final class PgBouncer {
                         + (password.isEmpty() ? "" : "&password=" + password);
                 awaitReady(process, url, log);
                 System.out.println("[pgbouncer] started pid " + process.pid() + " on 127.0.0.1:" + listen
-                        + " in front of " + host + ":" + port + " (transaction mode)");
+                        + " in front of " + host + ":" + port + " (" + poolMode + " mode)");
                 return url;
             } catch (IOException e) {
                 throw new IllegalStateException("could not start PgBouncer: " + e.getMessage(), e);

@@ -34,9 +34,9 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The provider behind a real PgBouncer in transaction mode: a mixed workload (four threads of
- * enqueue/fetch/ack cycles, listener direct) fails without {@code transactionPooler} and with an error that names the
- * setting, and passes with it; migrations go through {@code directUrl}; a DataSource that would prepare statements
- * on the server is refused.
+ * enqueue/fetch/ack cycles, listener direct) fails on a pool that prepares statements on the server, with an error
+ * that names {@code transactionPooler}, and passes with the setting; migrations go through {@code directUrl}; a
+ * DataSource that would prepare statements on the server is refused.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class TransactionPoolerTest {
@@ -64,13 +64,19 @@ class TransactionPoolerTest {
 
     /**
      * The control: the same workload with the setting off (migrations still direct) meets pgjdbc's named statements
-     * on server sessions other clients prepared them on. It stops once a failure names the setting.
+     * on server sessions other clients prepared them on. It stops once a failure names the setting. The pool is a
+     * DataSource of the test's own: a provider's own pool through the pooler is refused at start without the
+     * setting ({@code UndeclaredTransactionPoolerTest}), and what that refusal prevents is shown here.
      */
     @Test
     void without_the_setting_the_same_cycles_fail_with_an_error_naming_it() throws Exception {
         String schema = TestDatabase.newSchemaName("pgb_control");
-        try (PostgresProvider p = PostgresProvider.create(TestDatabase.config(schema).jdbcUrl(PgBouncer.url())
-                .directUrl(TestDatabase.url()).poolSize(THREADS + 2).longPolling(true).build())) {
+        HikariConfig preparing = new HikariConfig();
+        preparing.setJdbcUrl(PgBouncer.url());
+        preparing.setMaximumPoolSize(THREADS + 2);
+        try (HikariDataSource ds = new HikariDataSource(preparing);
+             PostgresProvider p = PostgresProvider.create(PostgresProviderConfig.builder().dataSource(ds)
+                     .schema(schema).directUrl(TestDatabase.url()).longPolling(true).build())) {
             Run run = cycles(p, true);
             assertFalse(run.failures.isEmpty(), "all " + run.acked.size() + " cycles passed through a transaction "
                     + "pooler with server-side prepared statements: the control no longer shows the problem");

@@ -1,0 +1,109 @@
+package io.pgdurable.postgres;
+
+import io.pgdurable.spi.ProviderException;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Optional;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Refuses to start a provider whose pool reaches PostgreSQL through a transaction pooler it was not told about
+ * ({@code transactionPooler}): such a pool would run pgjdbc's named server-side statements, the migration lock and
+ * Flyway's {@code search_path} on server sessions that other clients get between two of its transactions, and a
+ * statement could then run with another client's values.
+ *
+ * <p>The evidence is one server session serving two client connections. Two client connections stay open for the
+ * whole check and ask which server session runs each statement ({@code pg_backend_pid()} with the server's start
+ * time, so two servers behind one address cannot look alike). A direct connection or a session-mode pooler gives
+ * each open client one server session for its whole life, so neither can produce the evidence: the check has no
+ * false positives. A transaction pooler produces it in the first round when it hands out the most recently used
+ * session (PgBouncer's default), otherwise by moving the first client to another session while the second holds
+ * one in an open transaction; a few rounds cover round-robin hand-out and other traffic.
+ *
+ * <p>A check that cannot finish (no connection, a timeout, a pooler that refuses transactions) proves nothing: it
+ * is logged and the provider starts, and its pool reports a real connection problem itself.
+ */
+final class TransactionPoolerCheck {
+    private static final Logger LOG = LoggerFactory.getLogger(TransactionPoolerCheck.class);
+    static final int ROUNDS = 3;
+    /**
+     * The server session running the statement: a backend's process id is unique on its server while it runs, and
+     * the server's start time tells servers apart.
+     */
+    private static final String SESSION = "SELECT 'pid ' || pg_backend_pid() || ' of the server started at ' "
+            + "|| pg_postmaster_start_time()";
+
+    private TransactionPoolerCheck() {}
+
+    /**
+     * Throws a permanent {@link ProviderException} naming {@code transactionPooler} when {@code connections} (which
+     * go where the pool's connections go) show a transaction pooler; returns otherwise.
+     *
+     * @param where the pool's URL, password masked, for the message
+     */
+    static void refuseUndeclared(DataSource connections, String where) {
+        Optional<String> evidence;
+        try {
+            evidence = evidence(connections);
+        } catch (SQLException | RuntimeException e) {
+            LOG.info("pgdurable: could not tell whether {} goes through a transaction pooler ({}); starting "
+                    + "without that check", where, e.getMessage());
+            return;
+        }
+        if (evidence.isPresent()) {
+            throw ProviderException.permanent("connect", "jdbcUrl " + where + " goes through a transaction "
+                    + "pooler (such as PgBouncer with pool_mode = transaction): " + evidence.get() + ". Declare it: "
+                    + "set transactionPooler(true) and directUrl, a URL that reaches PostgreSQL without the pooler "
+                    + "(docs/pgbouncer.md); the provider ran no statement there");
+        }
+    }
+
+    /** What shows a transaction pooler behind {@code connections}, or empty when nothing did. */
+    static Optional<String> evidence(DataSource connections) throws SQLException {
+        try (Connection a = connections.getConnection(); Connection b = connections.getConnection()) {
+            a.setAutoCommit(true);
+            b.setAutoCommit(true);
+            String first = session(a);
+            String other = session(b);
+            if (other.equals(first)) {
+                return Optional.of(shared(first));
+            }
+            for (int round = 0; round < ROUNDS; round++) {
+                // b's open transaction keeps its server session from a, whatever order the pooler hands them out in
+                b.setAutoCommit(false);
+                try {
+                    other = session(b);
+                    if (other.equals(first)) {
+                        return Optional.of(shared(first));
+                    }
+                    String now = session(a);
+                    if (!now.equals(first)) {
+                        return Optional.of("one client connection was served by server session " + first
+                                + ", then by " + now);
+                    }
+                } finally {
+                    b.rollback();
+                    b.setAutoCommit(true);
+                }
+            }
+            return Optional.empty();
+        }
+    }
+
+    private static String shared(String session) {
+        return "two open client connections were served by the same server session " + session;
+    }
+
+    private static String session(Connection c) throws SQLException {
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(SESSION)) {
+            if (!rs.next()) {
+                throw new SQLException("no row from the session query");
+            }
+            return rs.getString(1);
+        }
+    }
+}
