@@ -172,8 +172,8 @@ class ClockSkewTest {
         assertRefusal(assertThrows(ProviderException.class,
                 () -> p.fetchOrchestrationItem(LEASE, poll, null)), SKEW_MS);
         // The ack of the item it holds stands, and no next item is leased.
-        assertEquals(Optional.empty(), p.ackWorkItemAndFetchNext(held.lockToken(),
-                new WorkItem.ActivityCompleted("i", 1, 1, "\"done\""), LEASE, null, TagFilter.defaultOnly()));
+        assertEquals(Optional.empty(), p.ackWorkItemAndFetchNext(held.lockToken(), null, LEASE, null,
+                TagFilter.defaultOnly()));
         assertEquals(List.of(2L, 3L), longs("SELECT activity_id FROM " + q() + ".worker_queue ORDER BY id"));
         assertEquals(List.of(), longs("SELECT activity_id FROM " + q()
                 + ".worker_queue WHERE lock_token IS NOT NULL"));
