@@ -8,7 +8,11 @@ import io.pgdurable.spi.Json;
 import io.pgdurable.spi.ProviderAdmin;
 import io.pgdurable.spi.ProviderException;
 import java.io.PrintWriter;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -27,6 +31,8 @@ import picocli.CommandLine.Spec;
         description = "Show the schema version, pending migrations and queue depths. Runs no DDL.")
 final class StatusCommand implements Callable<Integer> {
     private static final int POOL_SIZE = 2;
+    /** Clock skew bounds no clock reaches: this command reports the offset and never refuses over it. */
+    private static final Duration REPORT_ONLY = Duration.ofDays(3650);
 
     @Spec
     CommandSpec spec;
@@ -47,10 +53,14 @@ final class StatusCommand implements Callable<Integer> {
         PrintWriter notices = json ? err : out;
         try (Database db = Database.open(options, "status", notices, err)) {
             DataSource ds = db.pool(POOL_SIZE);
+            // Status takes no lease, so its provider never refuses to start over its clock: it reports the offset
+            // and compares it with the bounds a provider has by default.
             PostgresProviderConfig config = PostgresProviderConfig.builder()
                     .dataSource(ds)
                     .schema(options.schema)
                     .migrationPolicy(MigrationPolicy.VERIFY_ONLY)
+                    .clockSkewWarning(REPORT_ONLY.minusDays(1))
+                    .clockSkewLimit(REPORT_ONLY)
                     .build();
             SchemaMigrator.Status status = new SchemaMigrator(ds, config).status();
             Depths depths = depths(status, config);
@@ -69,25 +79,27 @@ final class StatusCommand implements Callable<Integer> {
 
     /** Queue depths, or why there are none: they are read through the provider only on an up-to-date schema. */
     private record Depths(ProviderAdmin.QueueDepths depths, String unavailable, Boolean activated,
-                          SchemaMigrator.NotifyTriggers triggers) {}
+                          SchemaMigrator.NotifyTriggers triggers, Duration clockOffset) {}
 
     private static Depths depths(SchemaMigrator.Status status, PostgresProviderConfig config) {
         if (!status.ledgerExists()) {
-            return new Depths(null, "schema not migrated", null, null);
+            return new Depths(null, "schema not migrated", null, null, null);
         }
         if (!status.upToDate()) {
-            return new Depths(null, "schema not at this tool's version", null, null);
+            return new Depths(null, "schema not at this tool's version", null, null, null);
         }
         // VERIFY_ONLY: the provider checks the schema and runs no DDL; it borrows the command's pool.
         SchemaMigrator migrator = new SchemaMigrator(config.dataSource(), config);
         boolean activated = migrator.activated();
         SchemaMigrator.NotifyTriggers triggers = migrator.notifyTriggers();
         try (PostgresProvider provider = PostgresProvider.create(config)) {
+            Duration offset = provider.clockOffset().orElse(null);
             Optional<ProviderAdmin> admin = provider.asManagementCapability();
             if (admin.isEmpty()) {
-                return new Depths(null, "the provider offers no management capability", activated, triggers);
+                return new Depths(null, "the provider offers no management capability", activated, triggers,
+                        offset);
             }
-            return new Depths(admin.get().getQueueDepths(), null, activated, triggers);
+            return new Depths(admin.get().getQueueDepths(), null, activated, triggers, offset);
         }
     }
 
@@ -131,12 +143,34 @@ final class StatusCommand implements Callable<Integer> {
             out.println("notify triggers: " + d.triggers().describe()
                     + (d.triggers().allEnabled() ? " (every other writer's commit wakes parked fetches)" : ""));
         }
+        out.println("clock offset: " + clockOffset(d));
         if (d.depths() != null) {
             out.println("queue depths: orchestrator " + d.depths().orchestratorQueue() + ", worker "
                     + d.depths().workerQueue());
         } else {
             out.println("queue depths: n/a (" + d.unavailable() + ")");
         }
+    }
+
+    /**
+     * This machine's clock against the server's, judged by the bounds a provider has by default: what a provider
+     * started here with the system clock would do.
+     */
+    private static String clockOffset(Depths d) {
+        Duration offset = d.clockOffset();
+        if (offset == null) {
+            return "n/a (" + (d.unavailable() != null ? d.unavailable() : "not measured") + ")";
+        }
+        double ms = offset.toNanos() / 1e6;
+        Duration size = offset.abs();
+        String verdict = size.compareTo(PostgresProviderConfig.DEFAULT_CLOCK_SKEW_LIMIT) > 0
+                ? "past the default clockSkewLimit (" + PostgresProviderConfig.DEFAULT_CLOCK_SKEW_LIMIT.toMillis()
+                        + " ms): a provider here takes no lease and does not start; synchronise the clock"
+                : size.compareTo(PostgresProviderConfig.DEFAULT_CLOCK_SKEW_WARNING) > 0
+                ? "past the default clockSkewWarning ("
+                        + PostgresProviderConfig.DEFAULT_CLOCK_SKEW_WARNING.toMillis() + " ms); synchronise the clock"
+                : "within the default bounds";
+        return String.format(Locale.ROOT, "%+.1f ms (this machine's clock minus the server's; %s)", ms, verdict);
     }
 
     private static Map<String, Object> toJson(Database db, SchemaMigrator.Status s, Depths d) {
@@ -162,6 +196,8 @@ final class StatusCommand implements Callable<Integer> {
         } else {
             m.put("notifyTriggers", null);
         }
+        m.put("clockOffsetMs", d.clockOffset() == null ? null
+                : BigDecimal.valueOf(d.clockOffset().toNanos(), 6).setScale(3, RoundingMode.HALF_UP));
         if (d.depths() != null) {
             Map<String, Object> depths = new LinkedHashMap<>();
             depths.put("orchestrator", d.depths().orchestratorQueue());

@@ -91,6 +91,7 @@ class PgDurableCliTest {
         assertTrue(r.out().contains("pending:      1 (all)"), r.out());
         assertTrue(r.out().contains("(all)"), r.out());
         assertTrue(r.out().contains("queue depths: n/a"), r.out());
+        assertTrue(r.out().contains("clock offset: n/a (schema not migrated)"), r.out());
         assertFalse(r.out().contains("embedded"), r.out());
         assertEquals("", r.err());
 
@@ -129,6 +130,9 @@ class PgDurableCliTest {
         assertTrue(s.out().contains("version:      " + version + "\n"), s.out());
         assertTrue(s.out().contains("pending:      none"), s.out());
         assertTrue(s.out().contains("queue depths: orchestrator 0, worker 0"), s.out());
+        // The server runs on this machine: one clock, so the offset is the measurement's own error.
+        assertTrue(s.out().contains(" ms (this machine's clock minus the server's; within the default bounds)"),
+                s.out());
 
         Result j = cli("status", "--json", "--db", TestDatabase.url(), "--schema", schema);
         assertEquals(0, j.code(), j.all());
@@ -142,6 +146,8 @@ class PgDurableCliTest {
         assertNotNull(depths, j.out());
         assertEquals(0L, depths.get("orchestrator"));
         assertEquals(0L, depths.get("worker"));
+        double offsetMs = ((Number) json.get("clockOffsetMs")).doubleValue();
+        assertTrue(Math.abs(offsetMs) < 50, "one machine's clock against itself: " + offsetMs + " ms");
     }
 
     @Test

@@ -153,7 +153,12 @@ final class ProviderMeters implements ProviderMetrics.Observer {
     }
 
     private void gauge(String name, String description, Tags more, ToDoubleFunction<ProviderMeters> value) {
-        Gauge g = Gauge.builder(name, this, value).description(description).tags(tags).tags(more)
+        gauge(name, description, null, more, value);
+    }
+
+    private void gauge(String name, String description, String baseUnit, Tags more,
+                       ToDoubleFunction<ProviderMeters> value) {
+        Gauge g = Gauge.builder(name, this, value).description(description).baseUnit(baseUnit).tags(tags).tags(more)
                 .register(registry);
         synchronized (meters) {
             meters.add(g);
@@ -182,10 +187,17 @@ final class ProviderMeters implements ProviderMetrics.Observer {
                 m -> m.fromProvider(PostgresProvider::pendingAnnouncements));
         gauge("pgdurable.acks.pending", "Acks waiting for a batched flush (ackBatchSize above 1)", Tags.empty(),
                 m -> m.fromProvider(PostgresProvider::pendingAcks));
+        gauge("pgdurable.clock.offset", "This provider's clock minus the database server's at the last check "
+                + "(positive: ahead)", "seconds", Tags.empty(), m -> m.fromProvider(ProviderMeters::offsetSeconds));
         gauge("pgdurable.queue.depth", "Items claimable now (read at most every few seconds)",
                 Tags.of("queue", QueueKind.ORCHESTRATOR.label()), m -> m.depths.orchestrator());
         gauge("pgdurable.queue.depth", "Items claimable now (read at most every few seconds)",
                 Tags.of("queue", QueueKind.WORKER.label()), m -> m.depths.worker());
+    }
+
+    /** NaN before the first check and with the check turned off, like any gauge without a value. */
+    private static double offsetSeconds(PostgresProvider p) {
+        return p.clockOffset().map(d -> d.toNanos() / 1e9).orElse(Double.NaN);
     }
 
     private double fromProvider(ToDoubleFunction<PostgresProvider> read) {

@@ -45,10 +45,12 @@ final class BatchFetcher {
     /** Null in short-poll mode. */
     private final LongPoller longPoller;
     private final ObjLongConsumer<List<Hint>> announce;
+    private final ClockSkewMonitor clockSkew;
 
     BatchFetcher(SqlRunner db, Statements sql, Clock clock, Leases leases, long maxReplyBytes,
-                 LongPoller longPoller, ObjLongConsumer<List<Hint>> announce) {
+                 LongPoller longPoller, ObjLongConsumer<List<Hint>> announce, ClockSkewMonitor clockSkew) {
         this.announce = announce;
+        this.clockSkew = clockSkew;
         this.db = db;
         this.sql = sql;
         this.clock = clock;
@@ -67,6 +69,7 @@ final class BatchFetcher {
             return List.of();
         }
         WorkerClaim request = WorkerClaim.of(lockMs, session, tagFilter);
+        clockSkew.admit(op); // a long-polled attempt may park without a claim
         Route route = Route.worker(tagFilter, session != null);
         long deadline = System.nanoTime() + batch.maxWait().toNanos();
         List<FetchedWorkItem> out = new ArrayList<>();
@@ -128,6 +131,7 @@ final class BatchFetcher {
 
     private ClaimedBatch claimWorkItems(String op, WorkerClaim request, int maxItems, long maxBytes,
                                         boolean firstFree) {
+        clockSkew.admit(op); // refused between attempts: the fetch returns what it holds
         String prefix = SqlRunner.newToken();
         long now = clock.millis();
         List<String[]> undecodable = new ArrayList<>(); // token, reason

@@ -31,6 +31,7 @@ final class ConfigChecks {
         positive("migrationLockBudget", b.migrationLockBudget);
         Objects.requireNonNull(b.migrationPolicy, "migrationPolicy");
         Objects.requireNonNull(b.clock, "clock");
+        checkClockSkew(b);
         Objects.requireNonNull(b.metrics, "metrics");
         if (b.longPolling) {
             if (b.dataSource == null && b.poolSize < 2) {
@@ -134,6 +135,21 @@ final class ConfigChecks {
                         + "transactionPooler the pool must not prepare statements on the server: remove the "
                         + "parameter or set it to 0");
             }
+        }
+    }
+
+    /** Checked whether or not the check is on, so that turning it on later cannot reveal a bad bound. */
+    private static void checkClockSkew(PostgresProviderConfig.Builder b) {
+        positive("clockSkewWarning", b.clockSkewWarning);
+        positive("clockSkewLimit", b.clockSkewLimit);
+        if (b.clockSkewLimit.compareTo(b.clockSkewWarning) <= 0) {
+            throw new IllegalArgumentException("clockSkewLimit must be above clockSkewWarning, was "
+                    + b.clockSkewLimit + " with clockSkewWarning " + b.clockSkewWarning);
+        }
+        positive("clockSkewCheckInterval", b.clockSkewCheckInterval);
+        if (b.clockSkewCheckInterval.compareTo(PostgresProviderConfig.MIN_CLOCK_SKEW_CHECK_INTERVAL) < 0) {
+            throw new IllegalArgumentException("clockSkewCheckInterval must be at least "
+                    + PostgresProviderConfig.MIN_CLOCK_SKEW_CHECK_INTERVAL + ", was " + b.clockSkewCheckInterval);
         }
     }
 

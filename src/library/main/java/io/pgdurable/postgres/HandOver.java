@@ -76,12 +76,17 @@ final class HandOver {
     private final LongPoller poller;
     private final Leases leases;
     private final BiConsumer<List<Hint>, Long> announce;
+    private final ClockSkewMonitor clockSkew;
 
-    /** @param poller the provider's long poller, whose parked fetches take the items */
-    HandOver(LongPoller poller, Leases leases, BiConsumer<List<Hint>, Long> announce) {
+    /**
+     * @param poller    the provider's long poller, whose parked fetches take the items
+     * @param clockSkew while it refuses leases nothing is handed over: the lease would be this clock's
+     */
+    HandOver(LongPoller poller, Leases leases, BiConsumer<List<Hint>, Long> announce, ClockSkewMonitor clockSkew) {
         this.poller = Objects.requireNonNull(poller, "poller");
         this.leases = leases;
         this.announce = announce;
+        this.clockSkew = clockSkew;
     }
 
     /** What a fetch passes to {@link LongPoller#fetch} as what it takes: null when it can only claim. */
@@ -96,7 +101,7 @@ final class HandOver {
      * and announces the message as usual.
      */
     Reservation reserveOrchestration() {
-        if (poller.waiting(QueueKind.ORCHESTRATOR) == 0) {
+        if (poller.waiting(QueueKind.ORCHESTRATOR) == 0 || !clockSkew.admits()) {
             return null;
         }
         return poller.reserve(QueueKind.ORCHESTRATOR, t -> t instanceof OrchestrationTaker);
@@ -108,7 +113,7 @@ final class HandOver {
      * looks for a twin only once a fetch was reserved, so a busy provider's turns pay nothing per activity.
      */
     Plan reserve(List<WorkItem> items) {
-        if (items.isEmpty() || poller.waiting() == 0) {
+        if (items.isEmpty() || poller.waiting() == 0 || !clockSkew.admits()) {
             return Plan.NONE;
         }
         Plan plan = null;

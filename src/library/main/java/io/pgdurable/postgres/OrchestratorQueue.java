@@ -34,10 +34,11 @@ final class OrchestratorQueue {
     private final WritePath writes;
     private final WriteAnnouncements announcements;
     private final BatchEnqueuer batchEnqueuer;
+    private final ClockSkewMonitor clockSkew;
 
     OrchestratorQueue(Statements sql, Clock clock, Payloads payloads, OrchestrationClaimer claimer, Leases leases,
                       LongPoller longPoller, WritePath writes, WriteAnnouncements announcements,
-                      BatchEnqueuer batchEnqueuer) {
+                      BatchEnqueuer batchEnqueuer, ClockSkewMonitor clockSkew) {
         this.sql = sql;
         this.clock = clock;
         this.payloads = payloads;
@@ -47,6 +48,7 @@ final class OrchestratorQueue {
         this.writes = writes;
         this.announcements = announcements;
         this.batchEnqueuer = batchEnqueuer;
+        this.clockSkew = clockSkew;
     }
 
     Optional<FetchedOrchestration> fetch(Duration lockTimeout, Duration pollTimeout,
@@ -65,7 +67,9 @@ final class OrchestratorQueue {
         }
         Long minVersion = min;
         Long maxVersion = max;
+        clockSkew.admit(op); // a long-polled fetch may park without a claim
         LongPoller.Claim<FetchedOrchestration> claim = visibleBy -> {
+            clockSkew.admit(op); // the clock may have gone past the limit while the fetch was parked
             long now = clock.millis();
             Optional<FetchedOrchestration> got = claimer.claim(op, now, Math.max(now, visibleBy), lockMs, minVersion,
                     maxVersion);

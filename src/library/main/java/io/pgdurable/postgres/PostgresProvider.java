@@ -66,6 +66,8 @@ public final class PostgresProvider implements OrchestrationProvider {
     private final WorkerQueue workers;
     private final InstanceReads reads;
     private final PostgresAdmin admin;
+    /** The application clock against the server's: the offset, and the gate every claim passes. */
+    private final ClockSkewMonitor clockSkew;
 
     private PostgresProvider(PostgresProviderConfig config) {
         this.config = config;
@@ -109,8 +111,10 @@ public final class PostgresProvider implements OrchestrationProvider {
         String channel = NotifyChannel.forSchema(config.schema());
         LongPoller poller = null;
         Announcer announcing = null;
+        ClockSkewMonitor skew = new ClockSkewMonitor(new ServerClock(db, clock), config);
         try {
             prepareSchema(config);
+            skew.start(); // before any thread starts: a clock past the limit stops the start here
             if (config.longPolling()) {
                 poller = new LongPoller(new LongPoller.Settings(config.fallbackPollInterval(),
                         config.wakeCoalescing(), config.recoveryScanInterval(), config.maxParkedWaiters(),
@@ -124,6 +128,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
                     SchemaMigrator.ACTIVATION_RECHECK, channel, signals, clock);
         } catch (RuntimeException e) {
+            skew.close();
             if (announcing != null) {
                 announcing.close();
             }
@@ -139,6 +144,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         }
         this.longPoller = poller;
         this.announcer = announcing;
+        this.clockSkew = skew;
         Leases leases = new Leases(db, sql, clock, announcer::announce);
         OrchestrationClaimer claimer = new OrchestrationClaimer(db, sql, clock, leases);
         WriteAnnouncements announcements = new WriteAnnouncements(announcer, new TurnsInProgress(), channel);
@@ -147,8 +153,8 @@ public final class PostgresProvider implements OrchestrationProvider {
             writes = new OfferedWrites(writes, db, sql, announcements, origin);
         }
         if (longPoller != null) {
-            writes = new HandedOverWrites(writes, db, sql, new HandOver(longPoller, leases, announcer::announce),
-                    claimer, leases, announcements);
+            writes = new HandedOverWrites(writes, db, sql,
+                    new HandOver(longPoller, leases, announcer::announce, clockSkew), claimer, leases, announcements);
         }
         this.remoteHandOver = longPoller != null && config.handOverAcrossProcesses()
                 ? new RemoteHandOver(db, sql, clock, longPoller, leases, origin, config.schema(), announcer::announce,
@@ -162,11 +168,11 @@ public final class PostgresProvider implements OrchestrationProvider {
         this.acker = new BatchAcker(db, sql, config.schema(), config.ackBatchSize(), config.ackFlushIdle(),
                 config.connectionTimeout(), announcer::announce);
         this.orchestrators = new OrchestratorQueue(sql, clock, payloads, claimer, leases, longPoller, writes,
-                announcements, batchEnqueuer);
+                announcements, batchEnqueuer, clockSkew);
         this.workers = new WorkerQueue(db, sql, clock, payloads, leases, longPoller, writes, announcements,
                 new BatchFetcher(db, sql, clock, leases, config.fetchBatchMaxBytes(), longPoller,
-                        announcer::announce),
-                batchEnqueuer, acker);
+                        announcer::announce, clockSkew),
+                batchEnqueuer, acker, clockSkew);
         this.reads = new InstanceReads(db, sql, clock, payloads);
         this.admin = new PostgresAdmin(db, reads, sql, clock);
         this.acker.start();
@@ -419,6 +425,7 @@ public final class PostgresProvider implements OrchestrationProvider {
         if (!db.markClosed()) {
             return;
         }
+        clockSkew.close();
         if (remoteHandOver != null) {
             remoteHandOver.close(); // other processes stop handing items over before the listener goes
         }
@@ -452,6 +459,17 @@ public final class PostgresProvider implements OrchestrationProvider {
         return new ProviderHealth(error == null, error, longPoller == null ? null : longPoller.isListening());
     }
 
+    /**
+     * How far this provider's clock ({@link PostgresProviderConfig#clock()}) was from the database server's
+     * {@code clock_timestamp()} at the last check: positive when it is ahead. Measured at start (the best of a few
+     * round trips) and every {@code clockSkewCheckInterval}, to within half a round trip. Empty with
+     * {@code clockSkewCheck(false)}. Past {@code clockSkewLimit} the provider takes no lease (docs/operations.md,
+     * "Clock skew between nodes and the server").
+     */
+    public Optional<Duration> clockOffset() {
+        return clockSkew.offset();
+    }
+
     /** Announcements waiting for the announcer's thread to send them to other processes (a backlog gauge). */
     public int pendingAnnouncements() {
         return announcer.pending();
@@ -468,6 +486,11 @@ public final class PostgresProvider implements OrchestrationProvider {
      */
     public Optional<LongPollView> longPolling() {
         return longPoller == null ? Optional.empty() : Optional.of(longPoller.view());
+    }
+
+    /** The clock check, for the library's tests. */
+    ClockSkewMonitor clockSkewMonitor() {
+        return clockSkew;
     }
 
     /** The long-poll engine itself, for the library's tests; null when long polling is off. */

@@ -33,6 +33,21 @@ public final class PostgresProviderConfig {
     public static final Duration DEFAULT_TIMER_LEAD = Duration.ofMillis(5);
     /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
     public static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
+    /**
+     * 500 ms: a tenth of the shortest lease the runtime takes by default (the orchestrator lock, 5 s), where a skew
+     * still costs little but no synchronised clock ever is.
+     */
+    public static final Duration DEFAULT_CLOCK_SKEW_WARNING = Duration.ofMillis(500);
+    /**
+     * 1 s: a fifth of the 5 s orchestrator lock, which its holder renews at half its length; a clock ahead by this
+     * much takes the lease 1 s early, still 1.5 s after the renewal was due (docs/operations.md, "Clock skew between
+     * nodes and the server").
+     */
+    public static final Duration DEFAULT_CLOCK_SKEW_LIMIT = Duration.ofSeconds(1);
+    /** One statement a minute: nothing next to an idle provider's own statements. */
+    public static final Duration DEFAULT_CLOCK_SKEW_CHECK_INTERVAL = Duration.ofSeconds(60);
+    /** Lower bound of {@code clockSkewCheckInterval}. */
+    public static final Duration MIN_CLOCK_SKEW_CHECK_INTERVAL = Duration.ofMillis(10);
 
     /** A private copy of the builder this configuration was built from, never changed after {@code build()}. */
     private final Builder settings;
@@ -96,6 +111,26 @@ public final class PostgresProviderConfig {
 
     public int maxPayloadBytes() {
         return settings.maxPayloadBytes;
+    }
+
+    /** Whether the provider measures its clock against the server's (see the builder). */
+    public boolean clockSkewCheck() {
+        return settings.clockSkewCheck;
+    }
+
+    /** Past this offset from the server's clock the provider logs a warning. */
+    public Duration clockSkewWarning() {
+        return settings.clockSkewWarning;
+    }
+
+    /** Past this offset from the server's clock the provider takes no lease (and does not start). */
+    public Duration clockSkewLimit() {
+        return settings.clockSkewLimit;
+    }
+
+    /** How often the provider measures its clock against the server's after the start. */
+    public Duration clockSkewCheckInterval() {
+        return settings.clockSkewCheckInterval;
     }
 
     public Duration migrationLockTimeout() {
@@ -222,6 +257,7 @@ public final class PostgresProviderConfig {
                 : "dataSource=" + b.dataSource)
                 + ", schema=" + b.schema + ", poolSize=" + b.poolSize + ", migrationPolicy=" + b.migrationPolicy
                 + ", maxPayloadBytes=" + b.maxPayloadBytes
+                + (b.clockSkewCheck ? "" : ", clockSkewCheck=false")
                 + (b.ackBatchSize > 1 ? ", ackBatchSize=" + b.ackBatchSize : "") + ", longPolling=" + b.longPolling
                 + (b.handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
                 + (b.transactionPooler ? ", transactionPooler=true" : "")
@@ -258,6 +294,10 @@ public final class PostgresProviderConfig {
         Duration connectionTimeout = Duration.ofSeconds(10);
         MigrationPolicy migrationPolicy = MigrationPolicy.APPLY_ALL;
         Clock clock = Clock.systemUTC();
+        boolean clockSkewCheck = true;
+        Duration clockSkewWarning = DEFAULT_CLOCK_SKEW_WARNING;
+        Duration clockSkewLimit = DEFAULT_CLOCK_SKEW_LIMIT;
+        Duration clockSkewCheckInterval = DEFAULT_CLOCK_SKEW_CHECK_INTERVAL;
         int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
         Duration migrationLockTimeout = Duration.ofMillis(250);
         Duration migrationLockBudget = Duration.ofSeconds(10);
@@ -552,9 +592,53 @@ public final class PostgresProviderConfig {
             return this;
         }
 
-        /** The application clock used for every lease and visibility decision. */
+        /**
+         * The application clock used for every lease and visibility decision. It is measured against the database
+         * server's clock (see {@code clockSkewLimit}); every node's clock must agree with the server's.
+         */
         public Builder clock(Clock clock) {
             this.clock = clock;
+            return this;
+        }
+
+        /**
+         * Whether the provider compares its clock with the server's {@code clock_timestamp()} at start and every
+         * {@code clockSkewCheckInterval} (default true). Turn it off only for a clock that differs from the server's
+         * on purpose (a test's simulated time): the bounds below then protect nothing.
+         */
+        public Builder clockSkewCheck(boolean enabled) {
+            this.clockSkewCheck = enabled;
+            return this;
+        }
+
+        /**
+         * How far the clock may be from the server's before the provider logs a warning (default 500 ms; positive,
+         * below {@code clockSkewLimit}). Logged at most once every ten minutes while it lasts.
+         */
+        public Builder clockSkewWarning(Duration warning) {
+            this.clockSkewWarning = warning;
+            return this;
+        }
+
+        /**
+         * How far the clock may be from the server's before the provider refuses to take leases (default 1 s; above
+         * {@code clockSkewWarning}): fetches of both queues then fail with a retryable error naming the offset, until
+         * a later check finds the clock back within the limit, and a provider whose first measurement is already
+         * past it does not start. A clock ahead takes other nodes' leases early and returns delayed items early by
+         * its offset; one behind gives its own leases and delays to others early. Keep it well below the shortest
+         * lock timeout you fetch with.
+         */
+        public Builder clockSkewLimit(Duration limit) {
+            this.clockSkewLimit = limit;
+            return this;
+        }
+
+        /**
+         * How often the clock is measured again after the start (default 60 s, at least 10 ms), one statement on a
+         * pooled connection each time; while leases are refused, at least every 5 s.
+         */
+        public Builder clockSkewCheckInterval(Duration interval) {
+            this.clockSkewCheckInterval = interval;
             return this;
         }
 

@@ -48,10 +48,11 @@ final class WorkerQueue {
     private final BatchEnqueuer batchEnqueuer;
     /** Acks in one call per list ({@link #ackAll}) and, with {@code ackBatchSize} above 1, grouped single acks. */
     private final BatchAcker acker;
+    private final ClockSkewMonitor clockSkew;
 
     WorkerQueue(SqlRunner db, Statements sql, Clock clock, Payloads payloads, Leases leases, LongPoller longPoller,
                 WritePath writes, WriteAnnouncements announcements, BatchFetcher batchFetcher,
-                BatchEnqueuer batchEnqueuer, BatchAcker acker) {
+                BatchEnqueuer batchEnqueuer, BatchAcker acker, ClockSkewMonitor clockSkew) {
         this.db = db;
         this.sql = sql;
         this.clock = clock;
@@ -63,6 +64,7 @@ final class WorkerQueue {
         this.batchFetcher = batchFetcher;
         this.batchEnqueuer = batchEnqueuer;
         this.acker = acker;
+        this.clockSkew = clockSkew;
     }
 
     void enqueue(WorkItem item) {
@@ -88,6 +90,7 @@ final class WorkerQueue {
             return Optional.empty();
         }
         WorkerClaim request = WorkerClaim.of(lockMs, session, tagFilter);
+        clockSkew.admit(op); // a long-polled fetch may park without a claim
         Supplier<Optional<FetchedWorkItem>> claim = () -> claim(op, request);
         return longPoller == null ? claim.get()
                 : longPoller.fetch(QueueKind.WORKER, Route.worker(tagFilter, session != null),
@@ -101,6 +104,7 @@ final class WorkerQueue {
     }
 
     private Optional<FetchedWorkItem> claim(String op, WorkerClaim request) {
+        clockSkew.admit(op); // the clock may have gone past the limit while the fetch was parked
         String token = SqlRunner.newToken();
         long now = clock.millis();
         Optional<FetchedWorkItem> claimed = db.call(op, c -> {
@@ -151,7 +155,9 @@ final class WorkerQueue {
         String completionJson = completionJson(op, "completion", completion);
         long lockMs = Payloads.positiveMillis(op, "lockTimeout", lockTimeout);
         Payloads.notNull(op, "tagFilter", tagFilter);
-        if (tagFilter instanceof TagFilter.None) {
+        if (tagFilter instanceof TagFilter.None || !clockSkew.admits()) {
+            // A clock past the skew limit takes no lease, but the ack stands: an error here would read as a failed
+            // ack. The next plain fetch reports the refusal.
             ack(lockToken, completion);
             return Optional.empty();
         }
