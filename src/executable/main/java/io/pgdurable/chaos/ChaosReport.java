@@ -1,6 +1,6 @@
 package io.pgdurable.chaos;
 
-import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.JdbcUrls;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -42,7 +42,7 @@ public record ChaosReport(ChaosSettings settings, String runId, long loadNanos, 
     public List<String> summary() {
         Ledger.Verdict v = verdict;
         List<String> lines = new ArrayList<>();
-        lines.add("chaos run " + runId + " on " + PostgresProviderConfig.redactUrl(settings.jdbcUrl()) + ", schema "
+        lines.add("chaos run " + runId + " on " + JdbcUrls.redact(settings.jdbcUrl()) + ", schema "
                 + settings.schema() + ", " + seconds(loadNanos) + " of load");
         lines.add("load:        " + settings.producers() + " producers at " + settings.itemsPerSecond()
                 + " items/s in all, " + settings.consumers() + " long-polling consumers (listener "

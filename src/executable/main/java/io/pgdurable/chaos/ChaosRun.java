@@ -1,6 +1,7 @@
 package io.pgdurable.chaos;
 
 import io.pgdurable.longpoll.LongPollSignals;
+import io.pgdurable.postgres.JdbcUrls;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ProviderAdmin;
@@ -120,7 +121,7 @@ public final class ChaosRun {
         } catch (SQLException e) {
             String state = e.getSQLState();
             throw new ProviderException("connect", "cannot connect to "
-                    + PostgresProviderConfig.redactUrl(settings.jdbcUrl()) + ": " + e.getMessage(),
+                    + JdbcUrls.redact(settings.jdbcUrl()) + ": " + e.getMessage(),
                     state == null || state.startsWith("08"), state, e);
         }
     }

@@ -1,6 +1,7 @@
 package io.pgdurable.chaos;
 
 import io.pgdurable.postgres.Identifiers;
+import io.pgdurable.postgres.JdbcUrls;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import java.time.Duration;
 import java.util.Properties;
@@ -94,7 +95,7 @@ public record ChaosSettings(String jdbcUrl, String schema, Duration duration, in
         Properties p = org.postgresql.Driver.parseURL(url, null);
         if (p == null) {
             throw new IllegalArgumentException("the database URL is not one the PostgreSQL driver can read, was '"
-                    + PostgresProviderConfig.redactUrl(url) + "'");
+                    + JdbcUrls.redact(url) + "'");
         }
         return p;
     }

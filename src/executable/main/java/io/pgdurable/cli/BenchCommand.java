@@ -3,7 +3,7 @@ package io.pgdurable.cli;
 import io.pgdurable.bench.Bench;
 import io.pgdurable.bench.BenchResult;
 import io.pgdurable.bench.EmbeddedServer;
-import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.JdbcUrls;
 import io.pgdurable.spi.ProviderException;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -119,7 +119,7 @@ final class BenchCommand implements Callable<Integer> {
                 }
             }
             try (EmbeddedServer s = server) {
-                return run(s.url(), PostgresProviderConfig.redactUrl(s.url()), true, selected, command, out, err);
+                return run(s.url(), JdbcUrls.redact(s.url()), true, selected, command, out, err);
             }
         } catch (ProviderException e) {
             return PgDurableCli.fail(err, e);

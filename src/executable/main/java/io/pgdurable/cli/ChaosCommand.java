@@ -3,6 +3,7 @@ package io.pgdurable.cli;
 import io.pgdurable.chaos.ChaosReport;
 import io.pgdurable.chaos.ChaosRun;
 import io.pgdurable.chaos.ChaosSettings;
+import io.pgdurable.postgres.JdbcUrls;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ProviderException;
 import java.io.IOException;
@@ -74,7 +75,7 @@ final class ChaosCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         ChaosSettings settings = settings();
-        out.println("chaos: " + duration(settings.duration()) + " on " + PostgresProviderConfig.redactUrl(db)
+        out.println("chaos: " + duration(settings.duration()) + " on " + JdbcUrls.redact(db)
                 + ", schema " + settings.schema() + " ...");
         out.flush();
         ChaosReport report;

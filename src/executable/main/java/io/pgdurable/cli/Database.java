@@ -1,6 +1,7 @@
 package io.pgdurable.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.pgdurable.postgres.JdbcUrls;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.SchemaMigrator;
@@ -102,7 +103,7 @@ final class Database implements AutoCloseable {
     }
 
     String displayUrl() {
-        return PostgresProviderConfig.redactUrl(url);
+        return JdbcUrls.redact(url);
     }
 
     boolean embedded() {

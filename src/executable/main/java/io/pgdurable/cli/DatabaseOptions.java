@@ -1,5 +1,6 @@
 package io.pgdurable.cli;
 
+import io.pgdurable.postgres.JdbcUrls;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -62,7 +63,7 @@ final class DatabaseOptions {
      */
     static void checkUrl(CommandSpec spec, String option, String url) {
         try {
-            PostgresProviderConfig.checkJdbcUrl(option, url);
+            JdbcUrls.check(option, url);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), PgDurableCli.redact(e.getMessage()));
         }

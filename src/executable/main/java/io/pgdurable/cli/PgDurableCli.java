@@ -1,6 +1,6 @@
 package io.pgdurable.cli;
 
-import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.postgres.JdbcUrls;
 import io.pgdurable.spi.ProviderException;
 import java.io.PrintWriter;
 import java.util.Arrays;
@@ -24,7 +24,7 @@ import picocli.CommandLine.Spec;
  * {@code error: <message>} on stderr with {@code (retryable)} when repeating may help; 2 a usage error. Without
  * {@code --db} the commands run against one embedded PostgreSQL whose data is kept in a directory
  * ({@link DataDirectory}); {@code serve --ephemeral} and {@code bench} start a throw-away one.
- * URLs are always shown through {@link PostgresProviderConfig#redactUrl(String)}.
+ * URLs are always shown through {@link JdbcUrls#redact(String)}.
  */
 @Command(name = "pgdurable", mixinStandardHelpOptions = true, versionProvider = Version.class,
         description = "Schema tool, benchmark and Durable Task sidecar for pgdurable, the PostgreSQL provider for "
@@ -183,7 +183,7 @@ public final class PgDurableCli implements Callable<Integer> {
 
     /**
      * Any text that might carry a URL (a driver or pool message), with passwords replaced: every JDBC URL in it goes
-     * through {@link PostgresProviderConfig#redactUrl(String)}, then any remaining {@code password=} value is
+     * through {@link JdbcUrls#redact(String)}, then any remaining {@code password=} value is
      * masked. The rest of the text is kept.
      */
     static String redact(String text) {
@@ -193,7 +193,7 @@ public final class PgDurableCli implements Callable<Integer> {
         Matcher m = JDBC_URL.matcher(text);
         StringBuilder sb = new StringBuilder(text.length());
         while (m.find()) {
-            m.appendReplacement(sb, Matcher.quoteReplacement(PostgresProviderConfig.redactUrl(m.group())));
+            m.appendReplacement(sb, Matcher.quoteReplacement(JdbcUrls.redact(m.group())));
         }
         m.appendTail(sb);
         return PASSWORD.matcher(sb).replaceAll("$1***");

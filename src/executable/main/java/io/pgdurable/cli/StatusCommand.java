@@ -1,5 +1,6 @@
 package io.pgdurable.cli;
 
+import io.pgdurable.postgres.ClockSkewBounds;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
@@ -59,8 +60,8 @@ final class StatusCommand implements Callable<Integer> {
                     .dataSource(ds)
                     .schema(options.schema)
                     .migrationPolicy(MigrationPolicy.VERIFY_ONLY)
-                    .clockSkewWarning(REPORT_ONLY.minusDays(1))
-                    .clockSkewLimit(REPORT_ONLY)
+                    .clockSkewBounds(new ClockSkewBounds(REPORT_ONLY.minusDays(1), REPORT_ONLY,
+                            ClockSkewBounds.DEFAULT.checkInterval()))
                     .build();
             SchemaMigrator.Status status = new SchemaMigrator(ds, config).status();
             Depths depths = depths(status, config);
@@ -163,12 +164,12 @@ final class StatusCommand implements Callable<Integer> {
         }
         double ms = offset.toNanos() / 1e6;
         Duration size = offset.abs();
-        String verdict = size.compareTo(PostgresProviderConfig.DEFAULT_CLOCK_SKEW_LIMIT) > 0
-                ? "past the default clockSkewLimit (" + PostgresProviderConfig.DEFAULT_CLOCK_SKEW_LIMIT.toMillis()
+        ClockSkewBounds bounds = ClockSkewBounds.DEFAULT;
+        String verdict = size.compareTo(bounds.limit()) > 0
+                ? "past the default clock skew limit (" + bounds.limit().toMillis()
                         + " ms): a provider here takes no lease and does not start; synchronise the clock"
-                : size.compareTo(PostgresProviderConfig.DEFAULT_CLOCK_SKEW_WARNING) > 0
-                ? "past the default clockSkewWarning ("
-                        + PostgresProviderConfig.DEFAULT_CLOCK_SKEW_WARNING.toMillis() + " ms); synchronise the clock"
+                : size.compareTo(bounds.warning()) > 0
+                ? "past the default clock skew warning (" + bounds.warning().toMillis() + " ms); synchronise the clock"
                 : "within the default bounds";
         return String.format(Locale.ROOT, "%+.1f ms (this machine's clock minus the server's; %s)", ms, verdict);
     }

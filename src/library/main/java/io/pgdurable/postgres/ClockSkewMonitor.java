@@ -14,10 +14,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Keeps the provider's application clock honest against the database server's: measures the offset at start (the
- * best of a few comparisons) and again every {@code clockSkewCheckInterval}, warns past {@code clockSkewWarning},
- * and past {@code clockSkewLimit} closes the gate every claim passes ({@link #admit}) until a later check finds the
- * clock back within the limit. Every lease end and visibility time is written and judged by the application clock,
- * and the server's clock is the one all nodes share.
+ * best of a few comparisons) and again every {@code checkInterval} of its {@link ClockSkewBounds}, warns past
+ * their {@code warning}, and past their {@code limit} closes the gate every claim passes ({@link #admit}) until a
+ * later check finds the clock back within the limit. Every lease end and visibility time is written and judged by
+ * the application clock, and the server's clock is the one all nodes share.
  *
  * <p>An offset counts as past a bound only when it is past it by more than half the measuring round trip (the
  * server's reading could have been taken anywhere within it): a slow round trip never refuses leases by itself.
@@ -54,9 +54,9 @@ final class ClockSkewMonitor implements AutoCloseable {
     ClockSkewMonitor(ServerClock server, PostgresProviderConfig config) {
         this.server = server;
         this.enabled = config.clockSkewCheck();
-        this.warning = config.clockSkewWarning();
-        this.limit = config.clockSkewLimit();
-        this.intervalNanos = config.clockSkewCheckInterval().toNanos();
+        this.warning = config.clockSkewBounds().warning();
+        this.limit = config.clockSkewBounds().limit();
+        this.intervalNanos = config.clockSkewBounds().checkInterval().toNanos();
         this.schema = config.schema();
     }
 
@@ -163,7 +163,7 @@ final class ClockSkewMonitor implements AutoCloseable {
         long atLeast = o.atLeastMicros();
         String before = refusal;
         if (atLeast > micros(limit)) {
-            String why = "the application clock is " + describe(o) + ", past clockSkewLimit ("
+            String why = "the application clock is " + describe(o) + ", past the limit of clockSkewBounds ("
                     + millis(limit) + "): no lease is taken until a check finds it back within the limit; "
                     + "synchronise the clock (NTP, chrony)";
             refusal = why;
@@ -174,15 +174,15 @@ final class ClockSkewMonitor implements AutoCloseable {
         }
         refusal = null;
         if (before != null) {
-            LOG.info("pgdurable: schema {}: the application clock is {}, within clockSkewLimit ({}) again: "
-                    + "leases are taken again", schema, describe(o), millis(limit));
+            LOG.info("pgdurable: schema {}: the application clock is {}, within the limit of clockSkewBounds ({}) "
+                    + "again: leases are taken again", schema, describe(o), millis(limit));
         }
         long now = System.nanoTime();
         if (atLeast > micros(warning) && now - lastWarnNanos >= LOG_EVERY_NANOS) {
             lastWarnNanos = now;
-            LOG.warn("pgdurable: schema {}: the application clock is {}, past clockSkewWarning ({}); leases are "
-                    + "refused past clockSkewLimit ({}); synchronise the clock (NTP, chrony)", schema, describe(o),
-                    millis(warning), millis(limit));
+            LOG.warn("pgdurable: schema {}: the application clock is {}, past the warning bound of clockSkewBounds "
+                    + "({}); leases are refused past its limit ({}); synchronise the clock (NTP, chrony)", schema,
+                    describe(o), millis(warning), millis(limit));
         }
     }
 

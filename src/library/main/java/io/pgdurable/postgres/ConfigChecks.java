@@ -11,14 +11,23 @@ import java.util.Properties;
  * "configuration errors").
  */
 final class ConfigChecks {
+    private static final int MAX_ENQUEUE_CHUNK_ITEMS = 10_000;
+    /** Upper bound of the byte bounds (chunks, batched replies): PostgreSQL values stop at 1 GB. */
+    private static final int MAX_BATCH_BYTES = 256 * 1024 * 1024;
+    /** Upper bound of {@code enqueueRetryBudget} and {@code ackDrainTimeout}. */
+    private static final Duration MAX_BATCH_WAIT = Duration.ofMinutes(10);
+    private static final Duration MAX_ACK_FLUSH_IDLE = Duration.ofSeconds(1);
+    /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
+    private static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
+
     private ConfigChecks() {}
 
     static void check(PostgresProviderConfig.Builder b) {
         if ((b.jdbcUrl == null) == (b.dataSource == null)) {
             throw new IllegalArgumentException("configure exactly one of jdbcUrl or dataSource");
         }
-        checkJdbcUrl("jdbcUrl", b.jdbcUrl);
-        checkJdbcUrl("directUrl", b.directUrl);
+        JdbcUrls.check("jdbcUrl", b.jdbcUrl);
+        JdbcUrls.check("directUrl", b.directUrl);
         if (b.transactionPooler) {
             checkTransactionPooler(b);
         }
@@ -31,7 +40,7 @@ final class ConfigChecks {
         positive("migrationLockBudget", b.migrationLockBudget);
         Objects.requireNonNull(b.migrationPolicy, "migrationPolicy");
         Objects.requireNonNull(b.clock, "clock");
-        checkClockSkew(b);
+        Objects.requireNonNull(b.clockSkewBounds, "clockSkewBounds");
         Objects.requireNonNull(b.metrics, "metrics");
         if (b.longPolling) {
             if (b.dataSource == null && b.poolSize < 2) {
@@ -42,7 +51,7 @@ final class ConfigChecks {
                 throw new IllegalArgumentException("long polling with a DataSource needs listenerUrl (or "
                         + "directUrl): the listener opens its own direct connection");
             }
-            checkJdbcUrl("listenerUrl", b.listenerUrl);
+            JdbcUrls.check("listenerUrl", b.listenerUrl);
             Objects.requireNonNull(b.listenerDriver, "listenerDriver");
             Objects.requireNonNull(b.longPollSignals, "longPollSignals");
             positive("fallbackPollInterval", b.fallbackPollInterval);
@@ -53,7 +62,7 @@ final class ConfigChecks {
             if (b.maxParkedWaiters < 1) {
                 throw new IllegalArgumentException("maxParkedWaiters must be at least 1, was " + b.maxParkedWaiters);
             }
-            bounded("timerLead", b.timerLead, PostgresProviderConfig.MAX_TIMER_LEAD);
+            bounded("timerLead", b.timerLead, MAX_TIMER_LEAD);
             if (b.maxTrackedDeadlines < 16) {
                 throw new IllegalArgumentException("maxTrackedDeadlines must be at least 16, was "
                         + b.maxTrackedDeadlines);
@@ -63,51 +72,12 @@ final class ConfigChecks {
             throw new IllegalArgumentException("maxPayloadBytes must be at least 1024, was " + b.maxPayloadBytes);
         }
         inRange("ackBatchSize", b.ackBatchSize, 1, PostgresProviderConfig.MAX_ACK_BATCH_SIZE);
-        bounded("ackFlushIdle", b.ackFlushIdle, PostgresProviderConfig.MAX_ACK_FLUSH_IDLE);
-        bounded("ackDrainTimeout", b.ackDrainTimeout, PostgresProviderConfig.MAX_BATCH_WAIT);
-        inRange("enqueueChunkItems", b.enqueueChunkItems, 1, PostgresProviderConfig.MAX_ENQUEUE_CHUNK_ITEMS);
-        inRange("enqueueChunkBytes", b.enqueueChunkBytes, 1024, PostgresProviderConfig.MAX_BATCH_BYTES);
-        bounded("enqueueRetryBudget", b.enqueueRetryBudget, PostgresProviderConfig.MAX_BATCH_WAIT);
-        inRange("fetchBatchMaxBytes", b.fetchBatchMaxBytes, 1024, PostgresProviderConfig.MAX_BATCH_BYTES);
-    }
-
-    /**
-     * A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface at
-     * the first connection as "No suitable driver", naming neither the URL nor the mistake.
-     */
-    /** See {@link PostgresProviderConfig#checkJdbcUrl}. */
-    static void checkJdbcUrl(String name, String url) {
-        if (url == null) {
-            return;
-        }
-        if (!url.startsWith("jdbc:postgresql:")) {
-            throw new IllegalArgumentException(name + " must start with 'jdbc:postgresql:', was '"
-                    + PostgresProviderConfig.redactUrl(url) + "'");
-        }
-        // pgjdbc has no user:password@ part: it reads it as part of the host name, and the connection then fails
-        // with an unknown host that names neither the mistake nor the fix.
-        String prefix = "jdbc:postgresql://";
-        if (url.startsWith(prefix)) {
-            int end = url.length();
-            for (char c : new char[] {'/', '?'}) {
-                int i = url.indexOf(c, prefix.length());
-                if (i >= 0 && i < end) {
-                    end = i;
-                }
-            }
-            if (url.substring(prefix.length(), end).contains("@")) {
-                throw new IllegalArgumentException(name + " has a user (and password) before the host, which the "
-                        + "PostgreSQL JDBC driver does not read: pass them as parameters instead, "
-                        + "jdbc:postgresql://HOST:PORT/DATABASE?user=NAME&password=SECRET, was '"
-                        + PostgresProviderConfig.redactUrl(url) + "'");
-            }
-        }
-        // A URL the driver cannot parse (a port that is not a number, a malformed parameter) would otherwise surface
-        // at the first connection as "No suitable driver", naming neither the URL nor the mistake.
-        if (org.postgresql.Driver.parseURL(url, null) == null) {
-            throw new IllegalArgumentException(name + " is not a URL the PostgreSQL driver can read (check the host, "
-                    + "the port and the parameters), was '" + PostgresProviderConfig.redactUrl(url) + "'");
-        }
+        bounded("ackFlushIdle", b.ackFlushIdle, MAX_ACK_FLUSH_IDLE);
+        bounded("ackDrainTimeout", b.ackDrainTimeout, MAX_BATCH_WAIT);
+        inRange("enqueueChunkItems", b.enqueueChunkItems, 1, MAX_ENQUEUE_CHUNK_ITEMS);
+        inRange("enqueueChunkBytes", b.enqueueChunkBytes, 1024, MAX_BATCH_BYTES);
+        bounded("enqueueRetryBudget", b.enqueueRetryBudget, MAX_BATCH_WAIT);
+        inRange("fetchBatchMaxBytes", b.fetchBatchMaxBytes, 1024, MAX_BATCH_BYTES);
     }
 
     /**
@@ -135,21 +105,6 @@ final class ConfigChecks {
                         + "transactionPooler the pool must not prepare statements on the server: remove the "
                         + "parameter or set it to 0");
             }
-        }
-    }
-
-    /** Checked whether or not the check is on, so that turning it on later cannot reveal a bad bound. */
-    private static void checkClockSkew(PostgresProviderConfig.Builder b) {
-        positive("clockSkewWarning", b.clockSkewWarning);
-        positive("clockSkewLimit", b.clockSkewLimit);
-        if (b.clockSkewLimit.compareTo(b.clockSkewWarning) <= 0) {
-            throw new IllegalArgumentException("clockSkewLimit must be above clockSkewWarning, was "
-                    + b.clockSkewLimit + " with clockSkewWarning " + b.clockSkewWarning);
-        }
-        positive("clockSkewCheckInterval", b.clockSkewCheckInterval);
-        if (b.clockSkewCheckInterval.compareTo(PostgresProviderConfig.MIN_CLOCK_SKEW_CHECK_INTERVAL) < 0) {
-            throw new IllegalArgumentException("clockSkewCheckInterval must be at least "
-                    + PostgresProviderConfig.MIN_CLOCK_SKEW_CHECK_INTERVAL + ", was " + b.clockSkewCheckInterval);
         }
     }
 

@@ -96,7 +96,7 @@ public final class PostgresProvider implements OrchestrationProvider {
                 // before the first statement of the provider: an undeclared pooler must not run one
                 try {
                     TransactionPoolerCheck.refuseUndeclared(ProviderConnections.poolerCheckSource(config),
-                            PostgresProviderConfig.redactUrl(config.jdbcUrl()));
+                            JdbcUrls.redact(config.jdbcUrl()));
                 } catch (RuntimeException e) {
                     ownedPool.close();
                     observer.closed();
@@ -462,9 +462,9 @@ public final class PostgresProvider implements OrchestrationProvider {
     /**
      * How far this provider's clock ({@link PostgresProviderConfig#clock()}) was from the database server's
      * {@code clock_timestamp()} at the last check: positive when it is ahead. Measured at start (the best of a few
-     * round trips) and every {@code clockSkewCheckInterval}, to within half a round trip. Empty with
-     * {@code clockSkewCheck(false)}. Past {@code clockSkewLimit} the provider takes no lease (docs/operations.md,
-     * "Clock skew between nodes and the server").
+     * round trips) and every {@code checkInterval} of its {@link ClockSkewBounds}, to within half a round trip.
+     * Empty with {@code clockSkewCheck(false)}. Past their {@code limit} the provider takes no lease
+     * (docs/operations.md, "Clock skew between nodes and the server").
      */
     public Optional<Duration> clockOffset() {
         return clockSkew.offset();

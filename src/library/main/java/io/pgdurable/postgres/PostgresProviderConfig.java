@@ -17,37 +17,13 @@ public final class PostgresProviderConfig {
     /** Most acks one batched flush may hold ({@code ackBatchSize}). */
     public static final int MAX_ACK_BATCH_SIZE = 1000;
     public static final int DEFAULT_ENQUEUE_CHUNK_ITEMS = 500;
-    public static final int MAX_ENQUEUE_CHUNK_ITEMS = 10_000;
     public static final int DEFAULT_ENQUEUE_CHUNK_BYTES = 4 * 1024 * 1024;
     public static final int DEFAULT_FETCH_BATCH_MAX_BYTES = 16 * 1024 * 1024;
-    /** Upper bound of the byte bounds (chunks, batched replies): PostgreSQL values stop at 1 GB. */
-    public static final int MAX_BATCH_BYTES = 256 * 1024 * 1024;
-    /** Upper bound of {@code enqueueRetryBudget} and {@code ackDrainTimeout}. */
-    public static final Duration MAX_BATCH_WAIT = Duration.ofMinutes(10);
-    /** Upper bound of {@code ackFlushIdle}. */
-    public static final Duration MAX_ACK_FLUSH_IDLE = Duration.ofSeconds(1);
     /**
      * 5 ms: an orchestrator fetch woken this early claims at once what will be visible by the time, so a timer's
      * lateness is not the claim's round trip (docs/long-polling.md, "Timers claimed ahead").
      */
     public static final Duration DEFAULT_TIMER_LEAD = Duration.ofMillis(5);
-    /** Upper bound of {@code timerLead}: a fetch woken earlier would hold its thread busy for longer. */
-    public static final Duration MAX_TIMER_LEAD = Duration.ofMillis(10);
-    /**
-     * 500 ms: a tenth of the shortest lease the runtime takes by default (the orchestrator lock, 5 s), where a skew
-     * still costs little but no synchronised clock ever is.
-     */
-    public static final Duration DEFAULT_CLOCK_SKEW_WARNING = Duration.ofMillis(500);
-    /**
-     * 1 s: a fifth of the 5 s orchestrator lock, which its holder renews at half its length; a clock ahead by this
-     * much takes the lease 1 s early, still 1.5 s after the renewal was due (docs/operations.md, "Clock skew between
-     * nodes and the server").
-     */
-    public static final Duration DEFAULT_CLOCK_SKEW_LIMIT = Duration.ofSeconds(1);
-    /** One statement a minute: nothing next to an idle provider's own statements. */
-    public static final Duration DEFAULT_CLOCK_SKEW_CHECK_INTERVAL = Duration.ofSeconds(60);
-    /** Lower bound of {@code clockSkewCheckInterval}. */
-    public static final Duration MIN_CLOCK_SKEW_CHECK_INTERVAL = Duration.ofMillis(10);
 
     /** A private copy of the builder this configuration was built from, never changed after {@code build()}. */
     private final Builder settings;
@@ -118,19 +94,9 @@ public final class PostgresProviderConfig {
         return settings.clockSkewCheck;
     }
 
-    /** Past this offset from the server's clock the provider logs a warning. */
-    public Duration clockSkewWarning() {
-        return settings.clockSkewWarning;
-    }
-
-    /** Past this offset from the server's clock the provider takes no lease (and does not start). */
-    public Duration clockSkewLimit() {
-        return settings.clockSkewLimit;
-    }
-
-    /** How often the provider measures its clock against the server's after the start. */
-    public Duration clockSkewCheckInterval() {
-        return settings.clockSkewCheckInterval;
+    /** How far the clock may be from the server's, and how often it is measured (see the builder). */
+    public ClockSkewBounds clockSkewBounds() {
+        return settings.clockSkewBounds;
     }
 
     public Duration migrationLockTimeout() {
@@ -253,7 +219,7 @@ public final class PostgresProviderConfig {
     @Override
     public String toString() {
         Builder b = settings;
-        return "PostgresProviderConfig{" + (b.jdbcUrl != null ? "url=" + redactUrl(b.jdbcUrl)
+        return "PostgresProviderConfig{" + (b.jdbcUrl != null ? "url=" + JdbcUrls.redact(b.jdbcUrl)
                 : "dataSource=" + b.dataSource)
                 + ", schema=" + b.schema + ", poolSize=" + b.poolSize + ", migrationPolicy=" + b.migrationPolicy
                 + ", maxPayloadBytes=" + b.maxPayloadBytes
@@ -262,26 +228,9 @@ public final class PostgresProviderConfig {
                 + (b.handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
                 + (b.transactionPooler ? ", transactionPooler=true" : "")
                 + (b.longPolling && !b.timerLead.equals(DEFAULT_TIMER_LEAD) ? ", timerLead=" + b.timerLead : "")
-                + (b.directUrl != null ? ", directUrl=" + redactUrl(b.directUrl) : "")
+                + (b.directUrl != null ? ", directUrl=" + JdbcUrls.redact(b.directUrl) : "")
                 + (b.longPolling ? ", listener=" + b.listenerDriver + (b.listenerUrl != null ? " at "
-                        + redactUrl(b.listenerUrl) : "") : "") + "}";
-    }
-
-    /**
-     * Checks a URL the way {@link Builder#build()} checks {@code jdbcUrl}, {@code directUrl} and {@code listenerUrl},
-     * naming it {@code name} in the message, so that a tool taking the URL under a name of its own (a command-line
-     * option) reports the name its user typed. A null URL passes. The message never shows a password.
-     *
-     * @throws IllegalArgumentException when the URL is not a {@code jdbc:postgresql:} URL the driver can read
-     */
-    public static void checkJdbcUrl(String name, String url) {
-        ConfigChecks.checkJdbcUrl(name, url);
-    }
-
-    /** The URL with any password parameter value replaced. */
-    public static String redactUrl(String url) {
-        return url == null ? null : url.replaceAll("(?i)(password=)[^&;]*", "$1***")
-                .replaceAll("(//[^/:@]+:)[^@/]*@", "$1***@");
+                        + JdbcUrls.redact(b.listenerUrl) : "") : "") + "}";
     }
 
     public static final class Builder implements Cloneable {
@@ -295,9 +244,7 @@ public final class PostgresProviderConfig {
         MigrationPolicy migrationPolicy = MigrationPolicy.APPLY_ALL;
         Clock clock = Clock.systemUTC();
         boolean clockSkewCheck = true;
-        Duration clockSkewWarning = DEFAULT_CLOCK_SKEW_WARNING;
-        Duration clockSkewLimit = DEFAULT_CLOCK_SKEW_LIMIT;
-        Duration clockSkewCheckInterval = DEFAULT_CLOCK_SKEW_CHECK_INTERVAL;
+        ClockSkewBounds clockSkewBounds = ClockSkewBounds.DEFAULT;
         int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
         Duration migrationLockTimeout = Duration.ofMillis(250);
         Duration migrationLockBudget = Duration.ofSeconds(10);
@@ -594,7 +541,7 @@ public final class PostgresProviderConfig {
 
         /**
          * The application clock used for every lease and visibility decision. It is measured against the database
-         * server's clock (see {@code clockSkewLimit}); every node's clock must agree with the server's.
+         * server's clock (see {@link ClockSkewBounds}); every node's clock must agree with the server's.
          */
         public Builder clock(Clock clock) {
             this.clock = clock;
@@ -603,42 +550,17 @@ public final class PostgresProviderConfig {
 
         /**
          * Whether the provider compares its clock with the server's {@code clock_timestamp()} at start and every
-         * {@code clockSkewCheckInterval} (default true). Turn it off only for a clock that differs from the server's
-         * on purpose (a test's simulated time): the bounds below then protect nothing.
+         * {@code checkInterval} of its {@link ClockSkewBounds} (default true). Turn it off only for a clock that
+         * differs from the server's on purpose (a test's simulated time): the bounds then protect nothing.
          */
         public Builder clockSkewCheck(boolean enabled) {
             this.clockSkewCheck = enabled;
             return this;
         }
 
-        /**
-         * How far the clock may be from the server's before the provider logs a warning (default 500 ms; positive,
-         * below {@code clockSkewLimit}). Logged at most once every ten minutes while it lasts.
-         */
-        public Builder clockSkewWarning(Duration warning) {
-            this.clockSkewWarning = warning;
-            return this;
-        }
-
-        /**
-         * How far the clock may be from the server's before the provider refuses to take leases (default 1 s; above
-         * {@code clockSkewWarning}): fetches of both queues then fail with a retryable error naming the offset, until
-         * a later check finds the clock back within the limit, and a provider whose first measurement is already
-         * past it does not start. A clock ahead takes other nodes' leases early and returns delayed items early by
-         * its offset; one behind gives its own leases and delays to others early. Keep it well below the shortest
-         * lock timeout you fetch with.
-         */
-        public Builder clockSkewLimit(Duration limit) {
-            this.clockSkewLimit = limit;
-            return this;
-        }
-
-        /**
-         * How often the clock is measured again after the start (default 60 s, at least 10 ms), one statement on a
-         * pooled connection each time; while leases are refused, at least every 5 s.
-         */
-        public Builder clockSkewCheckInterval(Duration interval) {
-            this.clockSkewCheckInterval = interval;
+        /** How far the clock may be from the server's, and how often it is measured ({@link ClockSkewBounds#DEFAULT}). */
+        public Builder clockSkewBounds(ClockSkewBounds bounds) {
+            this.clockSkewBounds = bounds;
             return this;
         }
 

@@ -60,7 +60,7 @@ final class ProviderConnections {
             SQLException sql = cause instanceof SQLException s ? s : null;
             String state = sql == null ? null : sql.getSQLState();
             throw new ProviderException("connect", "cannot open a connection pool to "
-                    + PostgresProviderConfig.redactUrl(config.jdbcUrl()) + ": " + SqlErrors.connectFailure(cause),
+                    + JdbcUrls.redact(config.jdbcUrl()) + ": " + SqlErrors.connectFailure(cause),
                     sql == null || SqlErrors.isRetryable(sql, state), state, e);
         }
     }

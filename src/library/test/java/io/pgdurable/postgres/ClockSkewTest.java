@@ -38,8 +38,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The application clock against the server's: a small offset is measured to within a few milliseconds, a clock past
- * {@code clockSkewLimit} is refused at start and, while running, takes no lease until it is back; under the limit
- * the tests measure what a skewed clock does to leases and delays (docs/operations.md, "Clock skew between nodes
+ * the limit of {@code clockSkewBounds} is refused at start and, while running, takes no lease until it is back;
+ * under the limit the tests measure what a skewed clock does to leases and delays (docs/operations.md, "Clock skew between nodes
  * and the server", quotes these figures).
  *
  * <p>The server runs on this machine, so the system clock is the server's clock; a provider on the system clock
@@ -62,7 +62,7 @@ class ClockSkewTest {
     private static final long POLL_PACE_MS = 5;
     /** Bounds wide enough for a 2 s skew, to see what it does. */
     private static final UnaryOperator<PostgresProviderConfig.Builder> WIDE = b -> b
-            .clockSkewWarning(Duration.ofSeconds(1)).clockSkewLimit(Duration.ofSeconds(3));
+            .clockSkewBounds(new ClockSkewBounds(Duration.ofSeconds(1), Duration.ofSeconds(3), Duration.ofSeconds(60)));
 
     private final List<PostgresProvider> providers = new ArrayList<>();
     private String schema;
@@ -90,25 +90,26 @@ class ClockSkewTest {
     void the_bounds_default_to_fractions_of_a_five_second_lease_and_bad_ones_are_refused_naming_the_setting() {
         PostgresProviderConfig defaults = TestDatabase.config("x").build();
         assertTrue(defaults.clockSkewCheck());
-        assertEquals(Duration.ofMillis(500), defaults.clockSkewWarning());
-        assertEquals(Duration.ofSeconds(1), defaults.clockSkewLimit());
-        assertEquals(Duration.ofSeconds(60), defaults.clockSkewCheckInterval());
+        assertEquals(Duration.ofMillis(500), defaults.clockSkewBounds().warning());
+        assertEquals(Duration.ofSeconds(1), defaults.clockSkewBounds().limit());
+        assertEquals(Duration.ofSeconds(60), defaults.clockSkewBounds().checkInterval());
 
-        assertEquals("clockSkewLimit must be above clockSkewWarning, was PT1S with clockSkewWarning PT1S",
-                assertThrows(IllegalArgumentException.class, () -> TestDatabase.config("x")
-                        .clockSkewWarning(Duration.ofSeconds(1)).build()).getMessage());
-        assertEquals("clockSkewWarning must be a positive duration, was PT0S",
-                assertThrows(IllegalArgumentException.class, () -> TestDatabase.config("x")
-                        .clockSkewWarning(Duration.ZERO).build()).getMessage());
-        assertEquals("clockSkewLimit must be a positive duration, was null",
-                assertThrows(IllegalArgumentException.class, () -> TestDatabase.config("x")
-                        .clockSkewLimit(null).build()).getMessage());
-        assertEquals("clockSkewCheckInterval must be at least PT0.01S, was PT0.009S",
-                assertThrows(IllegalArgumentException.class, () -> TestDatabase.config("x")
-                        .clockSkewCheckInterval(Duration.ofMillis(9)).build()).getMessage());
-        // Bounds are checked even with the check off: turning it on later cannot reveal a bad one.
-        assertThrows(IllegalArgumentException.class, () -> TestDatabase.config("x").clockSkewCheck(false)
-                .clockSkewLimit(Duration.ofMillis(100)).build());
+        Duration second = Duration.ofSeconds(1);
+        assertEquals("clockSkewBounds: limit must be above warning, was PT1S with warning PT1S",
+                assertThrows(IllegalArgumentException.class, () -> new ClockSkewBounds(second, second, second))
+                        .getMessage());
+        assertEquals("clockSkewBounds: warning must be a positive duration, was PT0S",
+                assertThrows(IllegalArgumentException.class,
+                        () -> new ClockSkewBounds(Duration.ZERO, second, second)).getMessage());
+        assertEquals("clockSkewBounds: limit must be a positive duration, was null",
+                assertThrows(IllegalArgumentException.class, () -> new ClockSkewBounds(second, null, second))
+                        .getMessage());
+        assertEquals("clockSkewBounds: checkInterval must be at least PT0.01S, was PT0.009S",
+                assertThrows(IllegalArgumentException.class,
+                        () -> ClockSkewBounds.DEFAULT.withCheckInterval(Duration.ofMillis(9))).getMessage());
+        assertEquals("clockSkewBounds",
+                assertThrows(NullPointerException.class, () -> TestDatabase.config("x").clockSkewCheck(false)
+                        .clockSkewBounds(null).build()).getMessage());
     }
 
     // ------------------------------------------------------------------ measuring
@@ -161,7 +162,7 @@ class ClockSkewTest {
     private void refusesAndResumes(boolean longPolling) throws Exception {
         ShiftedClock clock = new ShiftedClock(0);
         PostgresProvider p = open(clock, b -> b.longPolling(longPolling)
-                .clockSkewCheckInterval(Duration.ofMillis(20)));
+                .clockSkewBounds(ClockSkewBounds.DEFAULT.withCheckInterval(Duration.ofMillis(20))));
         PostgresProvider writer = open(Clock.systemUTC(), b -> b);
         writer.enqueueForWorker(activity(1));
         writer.enqueueForWorker(activity(2));
@@ -266,7 +267,7 @@ class ClockSkewTest {
         String m = e.getMessage();
         assertTrue(e.retryable(), m);
         assertTrue((skew > 0 ? AHEAD : BEHIND).matcher(m).find(), "names the offset: " + m);
-        assertTrue(m.contains("past clockSkewLimit (1000 ms)"), "names the setting: " + m);
+        assertTrue(m.contains("past the limit of clockSkewBounds (1000 ms)"), "names the setting: " + m);
     }
 
     /** Waits for a check that read the clock after this call: the one under way may have read it before. */

@@ -1,5 +1,6 @@
 package io.pgdurable.postgres.pgbouncer;
 
+import io.pgdurable.postgres.JdbcUrls;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.postgres.TestDatabase;
 import java.io.IOException;
@@ -114,7 +115,7 @@ public final class PgBouncer {
             rs.next();
             return rs.getString(1);
         } catch (SQLException e) {
-            throw new IllegalStateException("cannot query " + PostgresProviderConfig.redactUrl(jdbcUrl) + ": "
+            throw new IllegalStateException("cannot query " + JdbcUrls.redact(jdbcUrl) + ": "
                     + e.getMessage(), e);
         }
     }
@@ -137,11 +138,11 @@ public final class PgBouncer {
                     return;
                 }
             }
-            throw new IllegalStateException(PostgresProviderConfig.redactUrl(pooled) + " does not pool by "
+            throw new IllegalStateException(JdbcUrls.redact(pooled) + " does not pool by "
                     + "transaction: five other clients' transactions never got the server session of a client that "
                     + "had finished its statement; the PgBouncer must run with pool_mode = transaction");
         } catch (SQLException e) {
-            throw new IllegalStateException("cannot probe " + PostgresProviderConfig.redactUrl(pooled) + ": "
+            throw new IllegalStateException("cannot probe " + JdbcUrls.redact(pooled) + ": "
                     + e.getMessage(), e);
         } finally {
             for (Connection c : holders) {
