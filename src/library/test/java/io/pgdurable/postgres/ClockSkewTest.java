@@ -19,14 +19,10 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.UnaryOperator;
 import java.util.regex.Pattern;
@@ -119,8 +115,8 @@ class ClockSkewTest {
         MeterRegistry aheadMeters = new SimpleMeterRegistry();
         MeterRegistry behindMeters = new SimpleMeterRegistry();
         PostgresProvider right = open(Clock.systemUTC(), b -> b);
-        PostgresProvider ahead = open(new ShiftedClock(50), b -> b.metrics(new PgDurableMetrics(aheadMeters)));
-        PostgresProvider behind = open(new ShiftedClock(-50), b -> b.metrics(new PgDurableMetrics(behindMeters)));
+        PostgresProvider ahead = open(new OffsetClock(50), b -> b.metrics(new PgDurableMetrics(aheadMeters)));
+        PostgresProvider behind = open(new OffsetClock(-50), b -> b.metrics(new PgDurableMetrics(behindMeters)));
 
         assertWithin(0, MEASURE_TOLERANCE_MS, offsetMs(right), "the system clock against the server's");
         assertWithin(50, MEASURE_TOLERANCE_MS, offsetMs(ahead), "a clock 50 ms ahead");
@@ -132,7 +128,7 @@ class ClockSkewTest {
         assertEquals(offsetMs(behind) / 1000.0,
                 behindMeters.find("pgdurable.clock.offset").tags("schema", schema).gauge().value(), 1e-9);
 
-        PostgresProvider unchecked = open(new ShiftedClock(50), b -> b.clockSkewCheck(false));
+        PostgresProvider unchecked = open(new OffsetClock(50), b -> b.clockSkewCheck(false));
         assertEquals(Optional.empty(), unchecked.clockOffset(), "nothing measured with the check off");
     }
 
@@ -141,7 +137,7 @@ class ClockSkewTest {
     @Test
     void a_clock_two_seconds_off_does_not_start_with_the_default_limit_and_the_error_names_offset_and_setting() {
         for (long skew : new long[] {SKEW_MS, -SKEW_MS}) {
-            ProviderException e = assertThrows(ProviderException.class, () -> open(new ShiftedClock(skew), b -> b));
+            ProviderException e = assertThrows(ProviderException.class, () -> open(new OffsetClock(skew), b -> b));
             assertTrue(e.retryable(), "the clock can be corrected: " + e);
             assertRefusal(e, skew);
         }
@@ -160,7 +156,7 @@ class ClockSkewTest {
     }
 
     private void refusesAndResumes(boolean longPolling) throws Exception {
-        ShiftedClock clock = new ShiftedClock(0);
+        OffsetClock clock = new OffsetClock(0);
         PostgresProvider p = open(clock, b -> b.longPolling(longPolling)
                 .clockSkewBounds(ClockSkewBounds.DEFAULT.withCheckInterval(Duration.ofMillis(20))));
         PostgresProvider writer = open(Clock.systemUTC(), b -> b);
@@ -168,7 +164,7 @@ class ClockSkewTest {
         writer.enqueueForWorker(activity(2));
         FetchedWorkItem held = p.fetchWorkItem(LEASE, Duration.ZERO, null, TagFilter.defaultOnly()).orElseThrow();
 
-        clock.shift(SKEW_MS);
+        clock.set(SKEW_MS);
         awaitFreshCheck(p);
         assertWithin(SKEW_MS, CHECK_TOLERANCE_MS, offsetMs(p), "the offset while refusing");
         writer.enqueueForOrchestrator(new WorkItem.StartOrchestration("o", "O", "{}", "1.0.0"), null);
@@ -188,7 +184,7 @@ class ClockSkewTest {
                 + ".worker_queue WHERE lock_token IS NOT NULL"));
         assertEquals(List.of(), longs("SELECT 1 FROM " + q() + ".instance_locks"));
 
-        clock.shift(0);
+        clock.set(0);
         awaitFreshCheck(p);
         assertWithin(0, CHECK_TOLERANCE_MS, offsetMs(p), "the offset once corrected");
         assertEquals(2, ((WorkItem.ActivityExecute) p.fetchWorkItem(LEASE, Duration.ZERO, null,
@@ -203,7 +199,7 @@ class ClockSkewTest {
     @Test
     void under_the_limit_a_clock_ahead_takes_a_lease_and_a_delayed_message_early_by_its_skew() throws Exception {
         PostgresProvider right = open(Clock.systemUTC(), WIDE);
-        PostgresProvider ahead = open(new ShiftedClock(SKEW_MS), WIDE);
+        PostgresProvider ahead = open(new OffsetClock(SKEW_MS), WIDE);
         assertWithin(0, MEASURE_TOLERANCE_MS, offsetMs(right), "the system clock is the server's here");
         assertWithin(SKEW_MS, MEASURE_TOLERANCE_MS, offsetMs(ahead), "measured, and under the limit");
 
@@ -223,7 +219,7 @@ class ClockSkewTest {
     @Test
     void under_the_limit_a_clock_behind_writes_leases_and_delays_that_end_early_by_its_skew() throws Exception {
         PostgresProvider right = open(Clock.systemUTC(), WIDE);
-        PostgresProvider behind = open(new ShiftedClock(-SKEW_MS), WIDE);
+        PostgresProvider behind = open(new OffsetClock(-SKEW_MS), WIDE);
         assertWithin(0, MEASURE_TOLERANCE_MS, offsetMs(right), "the system clock is the server's here");
         assertWithin(-SKEW_MS, MEASURE_TOLERANCE_MS, offsetMs(behind), "measured, and under the limit");
 
@@ -306,39 +302,6 @@ class ClockSkewTest {
                 }
             }
             return out;
-        }
-    }
-
-    /** The system clock shifted by a settable number of milliseconds, at the system clock's resolution. */
-    static final class ShiftedClock extends Clock {
-        private final AtomicLong shiftMs;
-
-        ShiftedClock(long shiftMs) {
-            this.shiftMs = new AtomicLong(shiftMs);
-        }
-
-        void shift(long ms) {
-            shiftMs.set(ms);
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-
-        @Override
-        public long millis() {
-            return System.currentTimeMillis() + shiftMs.get();
-        }
-
-        @Override
-        public Instant instant() {
-            return Instant.now().plusMillis(shiftMs.get());
         }
     }
 }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pgdurable.postgres.OffsetClock;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.AckResult;
@@ -33,7 +34,7 @@ import org.junit.jupiter.api.Test;
 class AckRoundTripsTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
     private final Hubs hubs = new Hubs("ackrt");
-    private final BatchDb.MovableClock clock = new BatchDb.MovableClock();
+    private final OffsetClock clock = new OffsetClock(0);
     private String schema;
 
     @AfterEach

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pgdurable.postgres.OffsetClock;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.ExecutionMetadata;
@@ -107,7 +108,7 @@ class BatchAckTest {
 
     @Test
     void batch_size_one_is_the_default_and_acks_inside_the_callers_call() {
-        BatchDb.MovableClock clock = new BatchDb.MovableClock();
+        OffsetClock clock = new OffsetClock(0);
         PostgresProvider p = provider(b -> b.clock(clock));
         String schema = p.config().schema();
         assertEquals(1, p.config().ackBatchSize());
@@ -208,7 +209,7 @@ class BatchAckTest {
 
     @Test
     void a_lost_lease_fails_only_its_own_item_in_the_batch() throws Exception {
-        BatchDb.MovableClock clock = new BatchDb.MovableClock();
+        OffsetClock clock = new OffsetClock(0);
         PostgresProvider p = provider(b -> b.clock(clock).poolSize(4).ackBatchSize(8)
                 .ackFlushIdle(Duration.ofSeconds(1)));
         String schema = p.config().schema();
@@ -272,7 +273,7 @@ class BatchAckTest {
 
     @Test
     void a_batched_ack_marks_the_items_session_active() {
-        BatchDb.MovableClock clock = new BatchDb.MovableClock();
+        OffsetClock clock = new OffsetClock(0);
         PostgresProvider p = provider(b -> b.clock(clock).ackBatchSize(4));
         String schema = p.config().schema();
         p.enqueueForWorker(new WorkItem.ActivityExecute("inst", 1, 0, "A", "{}", "sess", null));

@@ -6,14 +6,9 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 
 /** Direct SQL on a test schema (what is really stored), a clock tests can move, and a bounded condition wait. */
@@ -91,35 +86,6 @@ final class BatchDb {
             }
             Thread.onSpinWait();
             Thread.yield();
-        }
-    }
-
-    /** The system clock plus an offset the test moves forward (leases expire without waiting). */
-    static final class MovableClock extends Clock {
-        private final AtomicLong offsetMs = new AtomicLong();
-
-        void advance(Duration d) {
-            offsetMs.addAndGet(d.toMillis());
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-
-        @Override
-        public long millis() {
-            return System.currentTimeMillis() + offsetMs.get();
-        }
-
-        @Override
-        public Instant instant() {
-            return Instant.ofEpochMilli(millis());
         }
     }
 }

@@ -4,6 +4,7 @@ import static io.pgdurable.postgres.batch.BatchDb.q;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.pgdurable.postgres.OffsetClock;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.WorkItem;
@@ -23,7 +24,7 @@ class OrchestratorClaimPlansTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
     private static final Duration LATER = Duration.ofSeconds(60);
     private final Hubs hubs = new Hubs("claimplan");
-    private final BatchDb.MovableClock clock = new BatchDb.MovableClock();
+    private final OffsetClock clock = new OffsetClock(0);
     private String schema;
 
     @AfterEach

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.OffsetClock;
 import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.AckResult;
 import io.pgdurable.spi.FetchedWorkItem;
@@ -37,7 +38,7 @@ import org.junit.jupiter.api.function.Executable;
 class RowNamingTokensTest {
     private static final Duration LOCK = Duration.ofSeconds(60);
     private final Hubs hubs = new Hubs("rowtok");
-    private final BatchDb.MovableClock clock = new BatchDb.MovableClock();
+    private final OffsetClock clock = new OffsetClock(0);
     private String schema;
 
     @AfterEach
