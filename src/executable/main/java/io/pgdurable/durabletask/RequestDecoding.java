@@ -26,7 +26,8 @@ import java.util.Optional;
  * fork are read through {@link ForkTolerance}; a unary call must carry exactly one request message.
  */
 final class RequestDecoding {
-    private static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
+    /** A request or response as its bytes, as they travel. */
+    static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
         @Override
         public InputStream stream(byte[] value) {
             return new ByteArrayInputStream(value);

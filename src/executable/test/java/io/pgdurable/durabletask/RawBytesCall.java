@@ -6,11 +6,7 @@ import io.grpc.ClientCall;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
-import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -27,21 +23,7 @@ import java.util.concurrent.TimeoutException;
 final class RawBytesCall {
     static final String SERVICE = "TaskHubSidecarService";
 
-    static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(byte[] value) {
-            return new ByteArrayInputStream(value);
-        }
-
-        @Override
-        public byte[] parse(InputStream in) {
-            try {
-                return in.readAllBytes();
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-    };
+    static final MethodDescriptor.Marshaller<byte[]> BYTES = RequestDecoding.BYTES;
 
     /** How a call ended and what it received. */
     record Outcome(Status status, List<byte[]> messages) {

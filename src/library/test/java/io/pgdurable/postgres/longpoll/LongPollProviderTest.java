@@ -606,15 +606,15 @@ class LongPollProviderTest {
 
     @Test
     void with_a_timer_lead_a_lease_end_is_verified_before_it_and_the_item_is_reclaimed_no_earlier() {
-        // As with timers: the most lead allowed, one early verification in three proves the lead reaches lease ends,
-        // and every reclaim is checked against the crashed claim's lease end. No fallback probe, so every probe wake
-        // is the verification's.
+        // As with timers: the most lead allowed, one early verification in six proves the lead reaches lease ends (a
+        // loaded machine fires a deadline past its lead now and then), and every reclaim is checked against the
+        // crashed claim's lease end. No fallback probe, so every probe wake is the verification's.
         try (LongPollHarness h = open("lpleaselead", b -> NO_FALLBACK.apply(b).timerLead(Duration.ofMillis(10)))) {
             PostgresProvider p = h.provider;
             h.warmUp();
             Duration lease = Duration.ofMillis(300);
             int earlyVerifications = 0;
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < 6; i++) {
                 p.enqueueForWorker(activity("lead-crash-" + i, 1));
                 long s = System.currentTimeMillis();
                 FetchedWorkItem crashed = p.fetchWorkItem(lease, Duration.ZERO, null, TagFilter.any()).orElseThrow();
