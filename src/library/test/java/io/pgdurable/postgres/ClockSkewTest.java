@@ -25,6 +25,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.UnaryOperator;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -254,15 +255,17 @@ class ClockSkewTest {
                 what + ": expected " + expected + " ± " + tolerance + ", was " + actual);
     }
 
-    private static final Pattern AHEAD = Pattern.compile(
-            "the application clock is (199\\d|20\\d\\d)\\.\\d ms ahead of the database server's clock");
-    private static final Pattern BEHIND = Pattern.compile(
-            "the application clock is (199\\d|20\\d\\d)\\.\\d ms behind the database server's clock");
+    private static final Pattern OFFSET = Pattern.compile(
+            "the application clock is (\\d+\\.\\d) ms (ahead of|behind) the database server's clock");
 
+    /** The refusal names the offset (within what one check may be off by) and the setting. */
     private static void assertRefusal(ProviderException e, long skew) {
         String m = e.getMessage();
         assertTrue(e.retryable(), m);
-        assertTrue((skew > 0 ? AHEAD : BEHIND).matcher(m).find(), "names the offset: " + m);
+        Matcher offset = OFFSET.matcher(m);
+        assertTrue(offset.find(), "names the offset: " + m);
+        assertEquals(skew > 0 ? "ahead of" : "behind", offset.group(2), m);
+        assertWithin(Math.abs(skew), CHECK_TOLERANCE_MS, Math.round(Double.parseDouble(offset.group(1))), m);
         assertTrue(m.contains("past the limit of clockSkewBounds (1000 ms)"), "names the setting: " + m);
     }
 
