@@ -84,8 +84,10 @@ class HandOverAcrossProcessesTest {
             h.signals.await(() -> h.signals.lastTakersRegistered() == 1, SETTLED, "one parked taker written");
             assertTrue(w.get(GET).isEmpty(), "timed out");
             h.signals.await(() -> h.signals.lastTakersRegistered() == 0, SETTLED, "no parked taker written");
-            // The row says one more than there is, as after a fetch that ended in the instant before a write.
-            setWaiting(h.schema, 1);
+            // The row says one more than there is, as after a fetch that ended in the instant before a write: it
+            // still names that fetch's lock time (a row without takers names 1 ms, which would let the immediate
+            // claim below reclaim the offered lease before it is given back).
+            setWaiting(h.schema, 1, LONG_LOCK.toMillis());
             other.enqueueForWorker(activity("hox-back", 1));
             h.signals.await(() -> h.signals.handOffsGivenBack() == 1, SETTLED, "the item given back");
             FetchedWorkItem claimed = h.provider.fetchWorkItem(LONG_LOCK, GET, null, TagFilter.any()).orElseThrow();
@@ -234,10 +236,12 @@ class HandOverAcrossProcessesTest {
         }
     }
 
-    private static void setWaiting(String schema, int waiting) throws SQLException {
+    private static void setWaiting(String schema, int waiting, long lockMs) throws SQLException {
         try (Connection c = TestDatabase.connect();
-             PreparedStatement ps = c.prepareStatement("UPDATE \"" + schema + "\".parked_fetches SET waiting = ?")) {
+             PreparedStatement ps = c.prepareStatement("UPDATE \"" + schema
+                     + "\".parked_fetches SET waiting = ?, lock_ms = ?")) {
             ps.setInt(1, waiting);
+            ps.setLong(2, lockMs);
             assertEquals(1, ps.executeUpdate());
         }
     }
