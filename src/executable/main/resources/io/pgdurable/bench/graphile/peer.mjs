@@ -2,8 +2,10 @@
 // owns the timing windows and the order of the arms, so this script only does what one command line on stdin asks
 // and answers with one JSON line on stdout; graphile-worker's own log lines go to stderr, never to stdout.
 //
-// Commands: {"cmd":"drain","items":N,"base":B,"warmUp":W,"batched":bool}, {"cmd":"wake","jobs":N,"warmUp":W,
-// "minGapMs":a,"maxGapMs":b}, {"cmd":"quit"}. The first line written is {"ready":true,"version":...}.
+// Commands: {"cmd":"fill","base":B,"items":N} adds jobs B..B+N-1 (untimed); {"cmd":"drain","base":B,"items":N,
+// "batched":bool} drains them with a fresh runner, timed; {"cmd":"left"} counts the jobs still in the table;
+// {"cmd":"wake","jobs":N,"warmUp":W,"base":B,"minGapMs":a,"maxGapMs":b}; {"cmd":"quit"}. The first line written is
+// {"ready":true,"version":...,"node":...}; every answer has "ok" and, when false, "error".
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { EventEmitter } from 'node:events';
@@ -146,20 +148,7 @@ async function drainOnce(base, items, batched) {
 
 async function left() {
   const r = await producerPool.query(`select count(*)::int as n from ${pg.escapeIdentifier(schema)}._private_jobs`);
-  return r.rows[0].n;
-}
-
-async function drain({ items, base, warmUp, batched }) {
-  // Untimed warm-up with the same settings, as the pgdurable arm gets: the pool's connections are open and the
-  // statements prepared before the clock runs.
-  await fill(base + 5_000_000, warmUp);
-  const w = await drainOnce(base + 5_000_000, warmUp, batched);
-  if (w.missing || w.twice || w.foreign) {
-    throw new Error(`warm-up drain not exactly once: ${JSON.stringify(w)}`);
-  }
-  await fill(base, items);
-  const d = await drainOnce(base, items, batched);
-  return { ...d, left: await left() };
+  return { left: r.rows[0].n };
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -208,7 +197,7 @@ async function wake({ jobs, warmUp, minGapMs, maxGapMs, base }) {
   } finally {
     await runner.stop();
   }
-  return { latenciesNanos, left: await left() };
+  return { latenciesNanos, ...(await left()) };
 }
 
 function reply(message) {
@@ -223,7 +212,12 @@ for await (const line of lines) {
   try {
     command = JSON.parse(line);
     if (command.cmd === 'quit') break;
-    const handler = { drain, wake }[command.cmd];
+    const handler = {
+      fill: ({ base, items }) => fill(base, items).then(() => ({})),
+      drain: ({ base, items, batched }) => drainOnce(base, items, batched),
+      left,
+      wake,
+    }[command.cmd];
     if (!handler) throw new Error(`unknown command ${command.cmd}`);
     reply({ ok: true, ...(await handler(command)) });
   } catch (e) {
