@@ -18,7 +18,7 @@ public final class Bench {
     /** Every scenario, in run order. */
     public static final List<String> SCENARIOS = List.of("idle", "wake", "timer", "lease", "wakes-per-item",
             "burst-quiet", "throughput", "drain", "fanout", "notify-overhead", "sql-wake", "sidecar",
-            "metrics-overhead");
+            "metrics-overhead", "peers");
 
     /**
      * What to run.
@@ -70,6 +70,7 @@ public final class Bench {
             case "sql-wake": return new SqlWakeScenario();
             case "sidecar": return new SidecarScenario();
             case "metrics-overhead": return new MetricsOverheadScenario();
+            case "peers": return new PeersScenario();
             default: throw new IllegalArgumentException("unknown scenario " + name);
         }
     }

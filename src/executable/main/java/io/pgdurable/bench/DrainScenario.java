@@ -114,8 +114,8 @@ final class DrainScenario extends PairedScenario {
         return m;
     }
 
-    /** One timed drain. */
-    private record Run(double seconds, long statements, double serverMs, double cpuMs) {}
+    /** One timed drain: its seconds, the server's statements and execution time, and this JVM's CPU time. */
+    record Run(double seconds, long statements, double serverMs, double cpuMs) {}
 
     @Override
     ModeResult runMode(Mode mode, BenchContext ctx) throws Exception {
@@ -129,7 +129,7 @@ final class DrainScenario extends PairedScenario {
         createRawTable(ctx, raw);
         for (int round = 1; round <= p.drainRounds(); round++) {
             for (Arm a : Arm.values()) {
-                Run run = a.raw() ? rawDrain(ctx, raw, a, items) : drain(ctx, mode, a, items, round);
+                Run run = a.raw() ? rawDrain(ctx, raw, a, items) : drain(ctx, name(), mode, a, items, round);
                 runs.get(a).add(run);
                 ctx.progress().line("drain %s round %d: %s %s jobs/s", mode.key(), round, a.key,
                         Num.text(items / run.seconds));
@@ -177,11 +177,12 @@ final class DrainScenario extends PairedScenario {
     // ------------------------------------------------------------------ the provider arms
 
     /**
-     * One drain on a provider opened for it: closing the provider at the end returns the parked fetches of the
+     * One drain on a provider opened for it, on the schema of {@code scenario} and the arm (the peers scenario runs
+     * its pgdurable arms with this too): closing the provider at the end returns the parked fetches of the
      * consumers that found the queue empty. Before the clock starts, the same consumers drain a warm-up fill
      * ({@link #warmUpItems}) with the arm's own calls, without parking.
      */
-    private Run drain(BenchContext ctx, Mode mode, Arm arm, int items, int round) throws Exception {
+    static Run drain(BenchContext ctx, String scenario, Mode mode, Arm arm, int items, int round) throws Exception {
         long base = (long) round * 10_000_000L;
         Counted counted = Counted.of(base, items);
         Counted warmed = Counted.of(base + WARM_UP_ID_OFFSET, warmUpItems(items));
@@ -195,7 +196,7 @@ final class DrainScenario extends PairedScenario {
         String schema;
         Run run;
         List<Future<?>> running;
-        try (Hub hub = ctx.hub(name() + "_" + arm.key, mode, CONSUMERS + 4,
+        try (Hub hub = ctx.hub(scenario + "_" + arm.key, mode, CONSUMERS + 4,
                 arm == Arm.GROUPED ? b -> b.ackBatchSize(BATCH) : b -> b)) {
             schema = hub.schema();
             OrchestrationProvider p = hub.provider();

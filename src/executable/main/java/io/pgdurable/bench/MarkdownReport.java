@@ -102,7 +102,9 @@ final class MarkdownReport {
             }
         }
         md.append(".\n\n");
-        md.append("| figure | short | long | long ÷ short |\n|---|---|---|---|\n");
+        md.append(s.name().equals(PeersScenario.NAME)
+                ? "| figure | graphile-worker | pgdurable | pgdurable ÷ graphile-worker |\n|---|---|---|---|\n"
+                : "| figure | short | long | long ÷ short |\n|---|---|---|---|\n");
         for (Map.Entry<String, Metric> e : s.longMode().metrics().entrySet()) {
             Metric m = e.getValue();
             Metric sm = s.shortMode().metrics().get(e.getKey());

@@ -94,6 +94,15 @@ final class Targets {
         t.add(Target.atLeast("metrics-overhead", "metrics-overhead",
                 "metrics: single-item throughput with the metrics binder ≥ 0.98 × without it (cost ≤ 2 %)",
                 "itemsPerSecond", 0.98, "× (with ÷ without)").ofRatio());
+        t.add(Target.atLeast("peer-drain-single", "peers",
+                "drain, one job per fetch and ack, 4 consumers: ≥ 1.1 × graphile-worker in the same run (median of the "
+                        + "repetitions' ratios)", "drainSingle.ratioToGraphile", 1.1, "× graphile-worker"));
+        t.add(Target.atLeast("peer-drain-batched", "peers",
+                "drain, batches of 100: ≥ 1.0 × graphile-worker (local queue 100, batched completion) in the same run",
+                "drainBatched.ratioToGraphile", 1.0, "× graphile-worker"));
+        t.add(Target.atMost("peer-wake-p99", "peers",
+                "wake from another connection, 4 parked consumers: p99 ≤ graphile-worker's p99 in the same run",
+                "wake.p99RatioToGraphile", 1.0, "× graphile-worker"));
         return t;
     }
 

