@@ -7,6 +7,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Optional;
 import javax.sql.DataSource;
+import org.postgresql.PGConnection;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,20 +17,26 @@ import org.slf4j.LoggerFactory;
  * Flyway's {@code search_path} on server sessions that other clients get between two of its transactions, and a
  * statement could then run with another client's values.
  *
- * <p>The evidence is one server session serving two client connections. Two client connections stay open for the
- * whole check and ask which server session runs each statement ({@code pg_backend_pid()} with the server's start
- * time, so two servers behind one address cannot look alike). A direct connection or a session-mode pooler gives
- * each open client one server session for its whole life, so neither can produce the evidence: the check has no
- * false positives. A transaction pooler produces it in the first round when it hands out the most recently used
- * session (PgBouncer's default), otherwise by moving the first client to another session while the second holds
- * one in an open transaction; a few rounds cover round-robin hand-out and other traffic.
+ * <p>A direct connection is recognised in one statement: the backend that started it sent its process id to the
+ * client at login (pgjdbc keeps it, {@link PGConnection#getBackendPID()}), and that backend answers every statement.
+ * A pooler or proxy sends a key of its own instead, so the ids differ, and only then does the check look further.
+ *
+ * <p>The evidence of a transaction pooler is one server session serving two client connections, or one client
+ * connection served by two server sessions. Two client connections stay open for the whole check and ask which
+ * server session runs each statement ({@code pg_backend_pid()} with the server's start time, so two servers behind
+ * one address cannot look alike). A session-mode pooler gives each open client one server session for its whole
+ * life, so it never produces the evidence: the check has no false positives. A transaction pooler produces it in the
+ * first round when it hands out the most recently used session (PgBouncer's default), otherwise by moving a client
+ * to another session while the other holds one in an open transaction. Other clients of the pooler can keep giving
+ * the first client its old session back for a few rounds by chance, so the check goes on for up to
+ * {@value #ROUNDS} rounds, each a few statements through the pooler, and stops at the first evidence.
  *
  * <p>A check that cannot finish (no connection, a timeout, a pooler that refuses transactions) proves nothing: it
  * is logged and the provider starts, and its pool reports a real connection problem itself.
  */
 final class TransactionPoolerCheck {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionPoolerCheck.class);
-    static final int ROUNDS = 3;
+    static final int ROUNDS = 32;
     /**
      * The server session running the statement: a backend's process id is unique on its server while it runs, and
      * the server's start time tells servers apart.
@@ -64,34 +71,59 @@ final class TransactionPoolerCheck {
 
     /** What shows a transaction pooler behind {@code connections}, or empty when nothing did. */
     static Optional<String> evidence(DataSource connections) throws SQLException {
-        try (Connection a = connections.getConnection(); Connection b = connections.getConnection()) {
+        try (Connection a = connections.getConnection()) {
             a.setAutoCommit(true);
-            b.setAutoCommit(true);
+            if (direct(a)) {
+                return Optional.empty();
+            }
             String first = session(a);
-            String other = session(b);
-            if (other.equals(first)) {
-                return Optional.of(shared(first));
-            }
-            for (int round = 0; round < ROUNDS; round++) {
-                // b's open transaction keeps its server session from a, whatever order the pooler hands them out in
-                b.setAutoCommit(false);
-                try {
-                    other = session(b);
-                    if (other.equals(first)) {
-                        return Optional.of(shared(first));
-                    }
-                    String now = session(a);
-                    if (!now.equals(first)) {
-                        return Optional.of("one client connection was served by server session " + first
-                                + ", then by " + now);
-                    }
-                } finally {
-                    b.rollback();
-                    b.setAutoCommit(true);
+            try (Connection b = connections.getConnection()) {
+                b.setAutoCommit(true);
+                String firstOfB = session(b);
+                if (firstOfB.equals(first)) {
+                    return Optional.of(shared(first));
                 }
+                for (int round = 0; round < ROUNDS; round++) {
+                    // b's open transaction keeps its server session from a, whatever order the pooler hands them out in
+                    b.setAutoCommit(false);
+                    try {
+                        String other = session(b);
+                        if (other.equals(first)) {
+                            return Optional.of(shared(first));
+                        }
+                        if (!other.equals(firstOfB)) {
+                            return Optional.of(moved(firstOfB, other));
+                        }
+                        String now = session(a);
+                        if (!now.equals(first)) {
+                            return Optional.of(moved(first, now));
+                        }
+                    } finally {
+                        b.rollback();
+                        b.setAutoCommit(true);
+                    }
+                }
+                return Optional.empty();
             }
-            return Optional.empty();
         }
+    }
+
+    /**
+     * Whether {@code c} talks to its server backend directly: the process id the backend gave at login is the one
+     * answering now. A driver other than pgjdbc cannot tell, which counts as not direct (the rounds decide).
+     */
+    static boolean direct(Connection c) throws SQLException {
+        if (!c.isWrapperFor(PGConnection.class)) {
+            return false;
+        }
+        int loginPid = c.unwrap(PGConnection.class).getBackendPID();
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+            return rs.next() && rs.getInt(1) == loginPid;
+        }
+    }
+
+    private static String moved(String from, String to) {
+        return "one client connection was served by server session " + from + ", then by " + to;
     }
 
     private static String shared(String session) {

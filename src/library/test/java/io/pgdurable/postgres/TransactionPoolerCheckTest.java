@@ -115,6 +115,22 @@ class TransactionPoolerCheckTest {
         }
     }
 
+    /** The one-statement shortcut: only a connection straight to the server is recognised as direct. */
+    @Test
+    void only_a_connection_straight_to_the_server_is_recognised_as_direct() throws SQLException {
+        for (int i = 0; i < REPEATS; i++) {
+            try (Connection c = checkSource(TestDatabase.url()).getConnection()) {
+                assertTrue(TransactionPoolerCheck.direct(c), "check " + i + " direct");
+            }
+            try (Connection c = checkSource(PgBouncer.sessionModeUrl()).getConnection()) {
+                assertFalse(TransactionPoolerCheck.direct(c), "check " + i + " through the session pooler");
+            }
+            try (Connection c = checkSource(PgBouncer.url()).getConnection()) {
+                assertFalse(TransactionPoolerCheck.direct(c), "check " + i + " through the transaction pooler");
+            }
+        }
+    }
+
     @Test
     void the_refusal_is_permanent_and_names_the_setting_and_the_page_that_explains_it() {
         ProviderException e = assertThrows(ProviderException.class, () -> TransactionPoolerCheck.refuseUndeclared(
