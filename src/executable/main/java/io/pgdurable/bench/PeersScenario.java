@@ -103,7 +103,8 @@ final class PeersScenario implements Scenario {
     static String description(Counts c) {
         return "graphile-worker (Node.js, the version below, pinned by a lock file) and pgdurable on the same database "
                 + "in the same run, " + c.reps() + " repetition(s); in each part of a repetition one system runs after "
-                + "the other, pgdurable first in odd repetitions and graphile-worker first in even ones. Column short = "
+                + "the other, pgdurable first in odd repetitions and graphile-worker first in even ones; each drain and wake "
+                + "series of either system runs on a fresh schema of its own. Column short = "
                 + "graphile-worker, long = pgdurable; ratios are pgdurable ÷ graphile-worker. **drainSingle**: "
                 + c.drainItems() + " pre-filled jobs (untimed fill), " + CONSUMERS + " consumers; pgdurable: "
                 + "fetchWorkItem + ackWorkItem one item per call, default configuration plus long polling; "
@@ -146,42 +147,51 @@ final class PeersScenario implements Scenario {
         List<String> order = new ArrayList<>();
         Map<String, Object> graphileDetails = new LinkedHashMap<>();
         List<Object> startupMillis = new ArrayList<>();
-        String version;
-        String nodeVersion;
         ctx.progress().line("peers: starting graphile-worker (Node.js; packages installed with npm ci when missing)");
-        try (GraphileWorkerPeer graphile = GraphileWorkerPeer.start(ctx.url(), ctx.schema(NAME + "_graphile",
-                Mode.LONG))) {
-            version = graphile.version();
-            nodeVersion = graphile.nodeVersion();
-            ctx.progress().line("peers: graphile-worker %s on node %s", version, nodeVersion);
-            for (int rep = 1; rep <= c.reps(); rep++) {
-                List<Arm> arms = rep % 2 == 1 ? List.of(Arm.PGDURABLE, Arm.GRAPHILE)
-                        : List.of(Arm.GRAPHILE, Arm.PGDURABLE);
-                order.add(arms.get(0).label + " first");
-                for (Part part : Part.values()) {
-                    for (Arm arm : arms) {
-                        Drained d = arm == Arm.PGDURABLE ? pgdurableDrain(ctx, part, c, rep)
-                                : graphileDrain(ctx, graphile, part, c, rep, startupMillis);
-                        drains.get(part).get(arm).add(d);
-                        ctx.progress().line("peers rep %d: %s %s %s jobs/s", rep, part.key, arm.label,
-                                Num.text(d.jobsPerSecond()));
-                    }
-                }
+        String version = null;
+        String nodeVersion = null;
+        for (int rep = 1; rep <= c.reps(); rep++) {
+            List<Arm> arms = rep % 2 == 1 ? List.of(Arm.PGDURABLE, Arm.GRAPHILE)
+                    : List.of(Arm.GRAPHILE, Arm.PGDURABLE);
+            order.add(arms.get(0).label + " first");
+            for (Part part : Part.values()) {
+                String run = runName(rep, part == Part.SINGLE ? "single" : "batched");
                 for (Arm arm : arms) {
-                    long base = rep * REP_STRIDE + WAKE_OFFSET;
-                    List<Long> samples = arm == Arm.PGDURABLE
-                            ? ProviderWake.run(ctx, NAME, c.wakeJobs(), c.wakeWarmUp(), base, MIN_GAP_MS, MAX_GAP_MS)
-                            : graphileWake(graphile, c, base);
-                    LatencyRecorder one = new LatencyRecorder();
-                    for (long s : samples) {
-                        one.recordNanos(s);
-                        wake.get(arm).recordNanos(s);
+                    Drained d;
+                    if (arm == Arm.PGDURABLE) {
+                        d = pgdurableDrain(ctx, run, part, c, rep);
+                    } else {
+                        try (GraphileWorkerPeer graphile = graphile(ctx, run)) {
+                            version = graphile.version();
+                            nodeVersion = graphile.nodeVersion();
+                            d = graphileDrain(ctx, graphile, part, c, rep, startupMillis);
+                        }
                     }
-                    LatencySummary sum = one.summary();
-                    wakeReps.get(arm).add(Map.of("p50", Num.round(sum.p50Ms()), "p99", Num.round(sum.p99Ms())));
-                    ctx.progress().line("peers rep %d: wake %s p50 %s ms p99 %s ms", rep, arm.label,
-                            Num.text(sum.p50Ms()), Num.text(sum.p99Ms()));
+                    drains.get(part).get(arm).add(d);
+                    ctx.progress().line("peers rep %d: %s %s %s jobs/s", rep, part.key, arm.label,
+                            Num.text(d.jobsPerSecond()));
                 }
+            }
+            String run = runName(rep, "wake");
+            for (Arm arm : arms) {
+                long base = rep * REP_STRIDE + WAKE_OFFSET;
+                List<Long> samples;
+                if (arm == Arm.PGDURABLE) {
+                    samples = ProviderWake.run(ctx, run, c.wakeJobs(), c.wakeWarmUp(), base, MIN_GAP_MS, MAX_GAP_MS);
+                } else {
+                    try (GraphileWorkerPeer graphile = graphile(ctx, run)) {
+                        samples = graphileWake(graphile, c, base);
+                    }
+                }
+                LatencyRecorder one = new LatencyRecorder();
+                for (long s : samples) {
+                    one.recordNanos(s);
+                    wake.get(arm).recordNanos(s);
+                }
+                LatencySummary sum = one.summary();
+                wakeReps.get(arm).add(Map.of("p50", Num.round(sum.p50Ms()), "p99", Num.round(sum.p99Ms())));
+                ctx.progress().line("peers rep %d: wake %s p50 %s ms p99 %s ms", rep, arm.label,
+                        Num.text(sum.p50Ms()), Num.text(sum.p99Ms()));
             }
         }
         graphileDetails.put("version", version);
@@ -237,9 +247,10 @@ final class PeersScenario implements Scenario {
                 + nodeVersion + ".", settings, g, p, List.of(), (System.nanoTime() - start) / 1e9);
     }
 
-    private static Drained pgdurableDrain(BenchContext ctx, Part part, Counts c, int rep) throws Exception {
-        DrainScenario.Run run = DrainScenario.drain(ctx, NAME, Mode.LONG, part.pgdurable, c.drainItems(), rep);
-        return new Drained(c.drainItems() / run.seconds(), (double) run.statements() / c.drainItems());
+    private static Drained pgdurableDrain(BenchContext ctx, String run, Part part, Counts c, int rep)
+            throws Exception {
+        DrainScenario.Run drained = DrainScenario.drain(ctx, run, Mode.LONG, part.pgdurable, c.drainItems(), rep);
+        return new Drained(c.drainItems() / drained.seconds(), (double) drained.statements() / c.drainItems());
     }
 
     /**
@@ -264,6 +275,20 @@ final class PeersScenario implements Scenario {
         }
         startupMillis.add(Num.round(d.startupMillis()));
         return new Drained(c.drainItems() / d.seconds(), (double) statements / c.drainItems());
+    }
+
+    /**
+     * Each part of a repetition runs both systems on fresh schemas of their own: the server may run without autovacuum
+     * (a bench server often does), and the dead rows one drain leaves behind would slow whichever system drains in
+     * that schema next, more so with every repetition. The names stay short: graphile-worker names its prepared
+     * statements after its schema, and PostgreSQL cuts names at 63 bytes.
+     */
+    private static String runName(int rep, String part) {
+        return NAME + rep + "_" + part;
+    }
+
+    private static GraphileWorkerPeer graphile(BenchContext ctx, String run) throws java.io.IOException {
+        return GraphileWorkerPeer.start(ctx.url(), ctx.schema(run + "_g", Mode.LONG));
     }
 
     private static void exactlyOnce(GraphileWorkerPeer.Drain d, int items, Part part, String what) {
