@@ -140,19 +140,19 @@ final class DrainScenario extends PairedScenario {
         for (Arm a : Arm.values()) {
             List<Run> rs = runs.get(a);
             double[] perSecond = rs.stream().mapToDouble(x -> items / x.seconds).sorted().toArray();
-            double median = median(perSecond);
+            double median = Num.median(perSecond);
             rate.put(a, median);
             r.metric(a.key + ".jobsPerSecond", median, "jobs/s", a.description + " (median of " + rs.size() + ")");
-            r.metric(a.key + ".statementsPerJob", median(rs.stream().mapToDouble(x -> (double) x.statements / items)
-                    .sorted().toArray()), ctx.counter().source().unit() + "/job", "server "
+            r.metric(a.key + ".statementsPerJob", Num.median(rs.stream().mapToDouble(x -> (double) x.statements / items)
+                    .toArray()), ctx.counter().source().unit() + "/job", "server "
                     + ctx.counter().source().unit() + " per job (" + ctx.counter().source().view() + ")");
-            double serverMs = median(rs.stream().mapToDouble(x -> x.serverMs / items).sorted().toArray());
+            double serverMs = Num.median(rs.stream().mapToDouble(x -> x.serverMs / items).toArray());
             if (!Double.isNaN(serverMs)) {
                 r.metric(a.key + ".serverMsPerJob", serverMs, "ms/job", "server execution time per job "
                         + "(pg_stat_statements total_exec_time)");
             }
-            r.metric(a.key + ".clientCpuMsPerJob", median(rs.stream().mapToDouble(x -> x.cpuMs / items).sorted()
-                    .toArray()), "ms/job", "client (this JVM) CPU time per job");
+            r.metric(a.key + ".clientCpuMsPerJob", Num.median(rs.stream().mapToDouble(x -> x.cpuMs / items).toArray()),
+                    "ms/job", "client (this JVM) CPU time per job");
             r.detail(a.key + ".rounds", Arrays.stream(perSecond).mapToObj(Num::round).toList());
         }
         r.metric("single.ratioToFloor", rate.get(Arm.SINGLE) / rate.get(Arm.RAW_SINGLE), "× floor",
@@ -164,14 +164,6 @@ final class DrainScenario extends PairedScenario {
         r.metric("batchedGroupedAcks.ratioToFloor", rate.get(Arm.GROUPED) / rate.get(Arm.RAW_BATCHED), "× floor",
                 "batched drain with grouped single acks ÷ 100-row raw floor");
         return r;
-    }
-
-    private static double median(double[] sorted) {
-        if (sorted.length == 0) {
-            return Double.NaN;
-        }
-        int n = sorted.length;
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     }
 
     // ------------------------------------------------------------------ the provider arms
@@ -305,14 +297,18 @@ final class DrainScenario extends PairedScenario {
     }
 
     private static void verifyEmpty(BenchContext ctx, String schema, Arm arm) throws SQLException {
-        long left;
-        try (Connection c = DriverManager.getConnection(ctx.url()); Statement st = c.createStatement();
-             ResultSet rs = st.executeQuery("SELECT count(*) FROM " + Identifiers.quote(schema) + ".worker_queue")) {
-            rs.next();
-            left = rs.getLong(1);
-        }
+        long left = workerQueueRows(ctx.url(), schema);
         if (left > 0) {
             throw new AssertionError("drain " + arm.key + ": " + left + " row(s) left in the queue after the drain");
+        }
+    }
+
+    /** Rows in {@code schema}'s worker queue, leased or not: what a drain or a wake series left behind. */
+    static long workerQueueRows(String url, String schema) throws SQLException {
+        try (Connection c = DriverManager.getConnection(url); Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT count(*) FROM " + Identifiers.quote(schema) + ".worker_queue")) {
+            rs.next();
+            return rs.getLong(1);
         }
     }
 

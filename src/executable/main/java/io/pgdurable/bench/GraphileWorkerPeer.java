@@ -152,7 +152,11 @@ final class GraphileWorkerPeer implements AutoCloseable {
         return m;
     }
 
-    private synchronized Map<String, Object> call(Map<String, Object> command, Duration timeout) {
+    /**
+     * Sends one command and waits for its reply. Replies pair with commands by order, so one thread drives a peer
+     * (the scenario's): nothing is held while the reply is awaited, and {@link #close} never waits for a call.
+     */
+    private Map<String, Object> call(Map<String, Object> command, Duration timeout) {
         String what = String.valueOf(command.get("cmd"));
         try {
             commands.write(Json.write(command));

@@ -2,11 +2,23 @@ package io.pgdurable.bench;
 
 import java.math.BigDecimal;
 import java.math.MathContext;
+import java.util.Arrays;
 import java.util.Locale;
 
-/** Number formatting shared by the JSON and Markdown writers. */
+/** Number formatting shared by the JSON and Markdown writers, and the median the scenarios report. */
 final class Num {
     private Num() {}
+
+    /** The median of {@code values} (the mean of the middle two for an even count); NaN when there are none. */
+    static double median(double[] values) {
+        if (values.length == 0) {
+            return Double.NaN;
+        }
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
 
     /** Four significant digits (at least three decimals' precision for small values); null for NaN/infinite. */
     static Object round(double v) {

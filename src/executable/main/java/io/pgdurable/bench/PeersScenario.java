@@ -204,9 +204,11 @@ final class PeersScenario implements Scenario {
             for (Arm arm : Arm.values()) {
                 List<Drained> ds = drains.get(part).get(arm);
                 ModeResult r = arm == Arm.PGDURABLE ? p : g;
-                r.metric(part.key + ".jobsPerSecond", median(ds.stream().mapToDouble(Drained::jobsPerSecond)),
-                        "jobs/s", part.key + ": jobs drained per second (median of " + ds.size() + ")");
-                r.metric(part.key + ".statementsPerJob", median(ds.stream().mapToDouble(Drained::statementsPerJob)),
+                r.metric(part.key + ".jobsPerSecond",
+                        Num.median(ds.stream().mapToDouble(Drained::jobsPerSecond).toArray()), "jobs/s",
+                        part.key + ": jobs drained per second (median of " + ds.size() + ")");
+                r.metric(part.key + ".statementsPerJob",
+                        Num.median(ds.stream().mapToDouble(Drained::statementsPerJob).toArray()),
                         ctx.counter().source().unit() + "/job", part.key + ": server " + ctx.counter().source()
                                 .unit() + " per job in the timed drain, whole database");
                 r.detail(part.key + ".reps", ds.stream().map(d -> Num.round(d.jobsPerSecond())).toList());
@@ -217,7 +219,7 @@ final class PeersScenario implements Scenario {
             for (int i = 0; i < ratios.length; i++) {
                 ratios[i] = pd.get(i).jobsPerSecond() / gd.get(i).jobsPerSecond();
             }
-            p.metric(part.key + ".ratioToGraphile", median(Arrays.stream(ratios)), "× graphile-worker",
+            p.metric(part.key + ".ratioToGraphile", Num.median(ratios), "× graphile-worker",
                     part.key + ": pgdurable ÷ graphile-worker, median of the repetitions' ratios");
             p.detail(part.key + ".ratiosPerRep", Arrays.stream(ratios).mapToObj(Num::round).toList());
         }
@@ -310,12 +312,4 @@ final class PeersScenario implements Scenario {
         return w.latencyNanos();
     }
 
-    private static double median(java.util.stream.DoubleStream values) {
-        double[] sorted = values.sorted().toArray();
-        int n = sorted.length;
-        if (n == 0) {
-            return Double.NaN;
-        }
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    }
 }

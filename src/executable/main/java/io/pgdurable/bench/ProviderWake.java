@@ -1,17 +1,11 @@
 package io.pgdurable.bench;
 
-import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.WorkItem;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -46,7 +40,7 @@ final class ProviderWake {
         List<Long> samples = new ArrayList<>(jobs);
         Workers consumers = new Workers();
         String schema;
-        try (Hub hub = ctx.hub(scenario + "_wake", Mode.LONG, CONSUMERS + 2);
+        try (Hub hub = ctx.hub(scenario, Mode.LONG, CONSUMERS + 2);
              PostgresProvider producer = PostgresProvider.create(PostgresProviderConfig.builder()
                      .jdbcUrl(ctx.url()).schema(hub.schema()).migrationPolicy(MigrationPolicy.VERIFY_ONLY)
                      .poolSize(2).build());
@@ -91,18 +85,10 @@ final class ProviderWake {
         if (!fetched.isEmpty()) {
             throw new AssertionError("peers wake: " + fetched.size() + " item(s) fetched more than once");
         }
-        long left = rowsLeft(ctx.url(), schema);
+        long left = DrainScenario.workerQueueRows(ctx.url(), schema);
         if (left > 0) {
             throw new AssertionError("peers wake: " + left + " item(s) left in the queue");
         }
         return samples;
-    }
-
-    static long rowsLeft(String url, String schema) throws SQLException {
-        try (Connection c = DriverManager.getConnection(url); Statement st = c.createStatement();
-             ResultSet rs = st.executeQuery("SELECT count(*) FROM " + Identifiers.quote(schema) + ".worker_queue")) {
-            rs.next();
-            return rs.getLong(1);
-        }
     }
 }

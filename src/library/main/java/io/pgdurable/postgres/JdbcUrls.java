@@ -46,7 +46,6 @@ public final class JdbcUrls {
         }
     }
 
-
     /** The URL with any password (a parameter, or a {@code user:password@} part) replaced. */
     public static String redact(String url) {
         return url == null ? null : url.replaceAll("(?i)(password=)[^&;]*", "$1***")
