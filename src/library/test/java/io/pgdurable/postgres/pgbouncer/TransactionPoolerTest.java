@@ -74,14 +74,25 @@ class TransactionPoolerTest {
         HikariConfig preparing = new HikariConfig();
         preparing.setJdbcUrl(PgBouncer.url());
         preparing.setMaximumPoolSize(THREADS + 2);
-        try (HikariDataSource ds = new HikariDataSource(preparing);
-             PostgresProvider p = PostgresProvider.create(PostgresProviderConfig.builder().dataSource(ds)
-                     .schema(schema).directUrl(TestDatabase.url()).longPolling(true).build())) {
-            Run run = cycles(p, true);
-            assertFalse(run.failures.isEmpty(), "all " + run.acked.size() + " cycles passed through a transaction "
+        try (HikariDataSource ds = new HikariDataSource(preparing)) {
+            List<String> failures;
+            int acked;
+            // The start's own statements (the clock check repeats one) can already meet another client's named
+            // statement: then the start fails, and that failure is the one that must name the setting.
+            try (PostgresProvider p = PostgresProvider.create(PostgresProviderConfig.builder().dataSource(ds)
+                    .schema(schema).directUrl(TestDatabase.url()).longPolling(true).build())) {
+                Run run = cycles(p, true);
+                failures = run.failures;
+                acked = run.acked.size();
+            } catch (ProviderException atStart) {
+                failures = List.of(String.valueOf(atStart.getMessage()));
+                acked = 0;
+            }
+            assertFalse(failures.isEmpty(), "all " + acked + " cycles passed through a transaction "
                     + "pooler with server-side prepared statements: the control no longer shows the problem");
-            assertTrue(run.failures.stream().anyMatch(m -> m.contains(NAMES_THE_SETTING)),
-                    "no failure named the setting: " + run.failures);
+            List<String> seen = failures;
+            assertTrue(seen.stream().anyMatch(m -> m.contains(NAMES_THE_SETTING)),
+                    "no failure named the setting: " + seen);
         } finally {
             TestDatabase.dropSchema(schema);
         }
