@@ -39,9 +39,8 @@ final class Hub implements AutoCloseable {
                 .poolSize(Math.max(2, poolSize))
                 .clock(clock)
                 .maxParkedWaiters(4096)
-                // Off by default as in the library; on for every scenario only for A/B runs of its cost. The
-                // wake scenario sets it itself.
-                .handOverAcrossProcesses(Boolean.getBoolean("pgdurable.bench.handOverAcross"))
+                // On as in the library; off for every scenario only for A/B runs of its cost.
+                .handOverAcrossProcesses(!Boolean.getBoolean("pgdurable.bench.noHandOverAcross"))
                 .longPollSignals(signals);
         Long leadMicros = Long.getLong("pgdurable.bench.timerLeadMicros");
         if (leadMicros != null) {

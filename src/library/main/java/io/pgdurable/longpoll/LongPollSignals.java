@@ -82,6 +82,12 @@ public interface LongPollSignals {
     default void handOffReceived(boolean taken) {}
 
     /**
+     * Hand-over across processes: {@code items} items other processes handed to this one were held for their
+     * fetches' lock times (the enqueue leased each for a few seconds only).
+     */
+    default void handOffsHeld(int items) {}
+
+    /**
      * Both observers, each told every moment ({@code first} before {@code second}); {@link #NONE} on either side
      * gives the other one itself, so an unobserved provider pays no extra call.
      */

@@ -119,4 +119,10 @@ final class SignalsPair implements LongPollSignals {
         first.handOffReceived(taken);
         second.handOffReceived(taken);
     }
+
+    @Override
+    public void handOffsHeld(int items) {
+        first.handOffsHeld(items);
+        second.handOffsHeld(items);
+    }
 }

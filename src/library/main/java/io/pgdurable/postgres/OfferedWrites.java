@@ -14,6 +14,13 @@ import java.util.List;
  * announced like any write. Every other write goes to the next path.
  */
 final class OfferedWrites implements WritePath {
+    /**
+     * How long an item handed to another process stays leased before that process holds it for its fetch's lock time
+     * (it does so about a millisecond after it heard it): the longest an item waits when the taker's listener died
+     * before reading it. Long enough that a busy taker holds its items in time, short next to usual lock times.
+     */
+    static final long OFFERED_LEASE_MS = 5_000;
+
     private final WritePath next;
     private final SqlRunner db;
     private final Statements sql;
@@ -44,6 +51,7 @@ final class OfferedWrites implements WritePath {
                 ps.setString(9, SqlRunner.newToken());
                 ps.setString(10, announcements.channel());
                 ps.setArray(11, c.createArrayOf("text", inline == null ? new Object[0] : inline.toArray()));
+                ps.setLong(12, OFFERED_LEASE_MS);
                 try (ResultSet rs = ps.executeQuery()) {
                     return rs.next() ? rs.getString(1) : null;
                 }

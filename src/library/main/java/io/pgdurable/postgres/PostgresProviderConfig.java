@@ -225,7 +225,7 @@ public final class PostgresProviderConfig {
                 + ", maxPayloadBytes=" + b.maxPayloadBytes
                 + (b.clockSkewCheck ? "" : ", clockSkewCheck=false")
                 + (b.ackBatchSize > 1 ? ", ackBatchSize=" + b.ackBatchSize : "") + ", longPolling=" + b.longPolling
-                + (b.handOverAcrossProcesses ? ", handOverAcrossProcesses=true" : "")
+                + (b.handOverAcrossProcesses ? "" : ", handOverAcrossProcesses=false")
                 + (b.transactionPooler ? ", transactionPooler=true" : "")
                 + (b.longPolling && !b.timerLead.equals(DEFAULT_TIMER_LEAD) ? ", timerLead=" + b.timerLead : "")
                 + (b.directUrl != null ? ", directUrl=" + JdbcUrls.redact(b.directUrl) : "")
@@ -249,7 +249,7 @@ public final class PostgresProviderConfig {
         Duration migrationLockTimeout = Duration.ofMillis(250);
         Duration migrationLockBudget = Duration.ofSeconds(10);
         boolean longPolling;
-        boolean handOverAcrossProcesses;
+        boolean handOverAcrossProcesses = true;
         String listenerUrl;
         boolean transactionPooler;
         String directUrl;
@@ -373,18 +373,19 @@ public final class PostgresProviderConfig {
         }
 
         /**
-         * Whether worker items are handed over between processes (default false; both sides need it; see
+         * Whether worker items are handed over between processes (default true; both sides need it; see
          * docs/long-polling.md, "Settings that choose an algorithm" and "Hand-over across processes"). A
          * long-polling provider keeps a row saying how many of its {@code fetchWorkItem} calls are parked for
          * untagged items without a session (written when that number changes and has rested for a millisecond), and
          * its listener's session holds an advisory lock that tells others it still hears them. A provider's
          * {@code enqueueForWorker} of such an item, when none of its own parked fetches takes it, leases it in the
          * enqueue's transaction to a parked fetch of another such process and sends it in the NOTIFY (items under
-         * 8000 bytes with the header): that fetch returns it without a claim. A fetch that stopped waiting meanwhile
-         * gives the item back at once (attempt not counted); an item handed to a process in the instant its listener
-         * dies waits for its lease to end, like any item of a process that died. Costs: one statement per change of
-         * the parked count, one lookup in a small table per offered enqueue. With long polling off, only the enqueue
-         * side applies.
+         * 8000 bytes with the header): that fetch returns it without a claim. The enqueue leases it for a few
+         * seconds only and the taking process extends the lease to its fetch's lock time right after, so an item
+         * handed to a process in the instant its listener dies is claimable again after those seconds. A fetch that
+         * stopped waiting meanwhile gives the item back at once (attempt not counted). Costs: one statement per change
+         * of the parked count and one per batch of items taken, one lookup in a small table per offered enqueue. With
+         * long polling off, only the enqueue side applies.
          */
         public Builder handOverAcrossProcesses(boolean enabled) {
             this.handOverAcrossProcesses = enabled;

@@ -26,21 +26,29 @@ import org.slf4j.LoggerFactory;
  * fetches, or back to the queue when none is left for one.
  *
  * <p>The listener's thread only delivers (a reservation and a hand-off, no statement). One daemon thread,
- * {@code pgdurable-takers-<schema>}, writes the account once a change settled ({@link #SETTLE_NANOS}: a fetch that
- * returns and parks again changes nothing) and only when it differs from what the row says, and sends the releases.
- * An idle provider whose fetches stay parked therefore writes nothing.
+ * {@code pgdurable-takers-<schema>}, holds the items delivered for their fetches' lock times at once (the enqueue
+ * leased each for {@link OfferedWrites#OFFERED_LEASE_MS} only, so that an item nobody heard is soon claimable again),
+ * writes the account once a change settled ({@link #SETTLE_NANOS}: a fetch that returns and parks again changes
+ * nothing) and only when it differs from what the row says, and sends the releases. An idle provider whose fetches
+ * stay parked therefore writes nothing.
  */
 final class RemoteHandOver implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteHandOver.class);
     /** How long a change of the parked fetches must rest before it is written. */
     static final long SETTLE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** A failed hold is retried this soon: the items' short leases are running. */
+    private static final long HOLD_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final long IDLE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
     private static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
     private static final long CLOSE_WAIT_MILLIS = 1_000;
 
     /** What the row says: the liveness key, how many fetches wait, and the lock time they take. */
     private record Account(long livenessKey, int waiting, long lockMs) {
+    }
+
+    /** An item delivered to a fetch whose lease, held only briefly by the enqueue, must reach {@code untilMs}. */
+    private record Hold(String token, long untilMs) {
     }
 
     private final SqlRunner db;
@@ -59,6 +67,7 @@ final class RemoteHandOver implements AutoCloseable {
     private boolean dirty = true;
     private boolean closed;
     private final ArrayDeque<String> releases = new ArrayDeque<>();
+    private final ArrayDeque<Hold> holds = new ArrayDeque<>();
     private Account written;
     // Touched by the thread only.
     private long lastWarnNanos;
@@ -94,22 +103,24 @@ final class RemoteHandOver implements AutoCloseable {
     }
 
     /**
-     * A hand-off notification, {@code h|origin|token|lock ms|leased until ms|item}, on the listener's thread: the
-     * item goes to a parked fetch of ours that takes it with that lock time, or back to the queue.
+     * A hand-off notification, {@code h|origin|token|lock ms|leased until ms|held until ms|item}, on the listener's
+     * thread: the item goes to a parked fetch of ours that takes it with that lock time, or back to the queue.
      */
     private void received(String payload) {
-        String[] f = payload.split("\\|", 6);
-        if (f.length != 6 || !origin.equals(f[1])) {
+        String[] f = payload.split("\\|", 7);
+        if (f.length != 7 || !origin.equals(f[1])) {
             return; // another process's item, or not one of ours
         }
         String token = f[2];
         long lockMs;
         long until;
+        long heldUntil;
         WorkItem item;
         try {
             lockMs = Long.parseLong(f[3]);
             until = Long.parseLong(f[4]);
-            item = WorkItem.fromJson(f[5]);
+            heldUntil = Long.parseLong(f[5]);
+            item = WorkItem.fromJson(f[6]);
         } catch (RuntimeException undecodable) {
             giveBack(token); // a claim decodes it again, and counts it if it still fails
             return;
@@ -127,6 +138,9 @@ final class RemoteHandOver implements AutoCloseable {
             Reservation r = poller.reserve(QueueKind.WORKER,
                     t -> t instanceof HandOver.Taker k && k.fits(a) && k.claim().lockMs() == lockMs);
             if (r != null && r.handOver(new FetchedWorkItem(a, token, 1))) {
+                if (heldUntil < until) {
+                    hold(new Hold(token, until));
+                }
                 signals.handOffReceived(true);
                 announce.accept(((HandOver.Taker) r.takes()).claim().leaseHints(until - lockMs, List.of(a)),
                         clock.millis());
@@ -134,6 +148,16 @@ final class RemoteHandOver implements AutoCloseable {
             }
         }
         giveBack(token);
+    }
+
+    private void hold(Hold h) {
+        lock.lock();
+        try {
+            holds.add(h);
+            changed.signal();
+        } finally {
+            lock.unlock();
+        }
     }
 
     private void giveBack(String token) {
@@ -150,23 +174,29 @@ final class RemoteHandOver implements AutoCloseable {
     private void run() {
         while (true) {
             List<String> toRelease;
+            List<Hold> toHold;
             boolean recount;
             lock.lock();
             try {
                 long wait = IDLE_WAIT_NANOS;
-                while (!closed && !dirty && releases.isEmpty() && wait > 0) {
+                while (!closed && !dirty && releases.isEmpty() && holds.isEmpty() && wait > 0) {
                     wait = changed.awaitNanos(wait);
                 }
                 toRelease = new ArrayList<>(releases);
                 releases.clear();
+                toHold = new ArrayList<>(holds);
+                holds.clear();
                 recount = dirty && !closed;
-                if (closed && toRelease.isEmpty()) {
+                if (closed && toRelease.isEmpty() && toHold.isEmpty()) {
                     return;
                 }
             } catch (InterruptedException e) {
                 return;
             } finally {
                 lock.unlock();
+            }
+            if (!toHold.isEmpty() && !holdFor(toHold)) {
+                pause(HOLD_RETRY_NANOS);
             }
             for (String token : toRelease) {
                 leases.releaseRefusedHandOver(token);
@@ -175,6 +205,49 @@ final class RemoteHandOver implements AutoCloseable {
                 pause(RETRY_NANOS);
             }
         }
+    }
+
+    /**
+     * Extends the short leases of delivered items to their fetches' lease ends, in one statement; false when it
+     * failed, the items whose lease end has not passed queued again (the statement is harmless for any of them that
+     * was acked, released or claimed by another token since).
+     */
+    private boolean holdFor(List<Hold> items) {
+        String[] tokens = new String[items.size()];
+        Long[] until = new Long[items.size()];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = items.get(i).token();
+            until[i] = items.get(i).untilMs();
+        }
+        try {
+            db.run("holdHandedOverItems", c -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.holdHandedOverItems)) {
+                    ps.setArray(1, c.createArrayOf("text", tokens));
+                    ps.setArray(2, c.createArrayOf("bigint", until));
+                    ps.setLong(3, clock.millis());
+                    ps.execute();
+                    return null;
+                }
+            });
+        } catch (RuntimeException e) {
+            warn("could not hold the items other processes handed to this one for their fetches' lock times; "
+                    + "retrying, their short leases may end first", e);
+            long now = clock.millis();
+            lock.lock();
+            try {
+                for (Hold h : items) {
+                    if (h.untilMs() > now && !closed) {
+                        holds.add(h);
+                    }
+                }
+            } finally {
+                lock.unlock();
+            }
+            return false;
+        }
+        failuresSinceWarn = 0;
+        signals.handOffsHeld(items.size());
+        return true;
     }
 
     /** Waits until the takers rested for {@link #SETTLE_NANOS}; false when closing. */
@@ -220,7 +293,8 @@ final class RemoteHandOver implements AutoCloseable {
                 }
             });
         } catch (RuntimeException e) {
-            warn(e);
+            warn("could not write this process's parked fetches for hand-over across processes; other processes "
+                    + "announce their items instead", e);
             takersChanged();
             return false;
         }
@@ -259,16 +333,15 @@ final class RemoteHandOver implements AutoCloseable {
         return new Account(key, waiting, waiting == 0 ? 1 : lockMs);
     }
 
-    private void warn(RuntimeException e) {
+    private void warn(String what, RuntimeException e) {
         long now = System.nanoTime();
         failuresSinceWarn++;
         if (failuresSinceWarn == 1 || now - lastWarnNanos >= WARN_INTERVAL_NANOS) {
-            LOG.warn("pgdurable: could not write this process's parked fetches for hand-over across processes ({} "
-                    + "failure(s) since the last warning); other processes announce their items instead: {}",
-                    failuresSinceWarn, e.getMessage());
+            LOG.warn("pgdurable: {} ({} failure(s) since the last warning): {}", what, failuresSinceWarn,
+                    e.getMessage());
             lastWarnNanos = now;
         } else {
-            LOG.debug("pgdurable: writing the parked fetches failed again", e);
+            LOG.debug("pgdurable: hand-over across processes failed again", e);
         }
     }
 

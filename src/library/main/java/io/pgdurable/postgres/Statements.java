@@ -42,6 +42,7 @@ final class Statements {
      * channel and inline payloads last), and the parked process's account of its takers.
      */
     final String enqueueWorkerItemOffered;
+    final String holdHandedOverItems;
     final String registerParkedFetches;
     final String unregisterParkedFetches;
     final String renewWorkItemLock;
@@ -105,7 +106,8 @@ final class Statements {
         enqueueOrchestratorItemClaiming = "SELECT * FROM " + s + "enqueue_orchestrator_item_claiming("
                 + marked(9, 5, mark) + ")";
         ackWorkItemClaiming = "SELECT * FROM " + s + "ack_work_item_claiming(" + marked(9, 2, mark) + ")";
-        enqueueWorkerItemOffered = "SELECT " + s + "enqueue_worker_item_offered(" + marked(11, 2, mark) + ")";
+        enqueueWorkerItemOffered = "SELECT " + s + "enqueue_worker_item_offered(" + marked(12, 2, mark) + ")";
+        holdHandedOverItems = "SELECT " + s + "hold_handed_over_items(?, ?, ?)";
         registerParkedFetches = "SELECT " + s + "register_parked_fetches(?, ?, ?, ?, ?)";
         unregisterParkedFetches = "SELECT " + s + "unregister_parked_fetches(?)";
         fetchWorkItem = "SELECT * FROM " + s + "fetch_work_item(" + marked(7, 1, claimMark) + ")";

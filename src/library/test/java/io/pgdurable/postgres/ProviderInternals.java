@@ -14,4 +14,9 @@ public final class ProviderInternals {
         }
         return poller;
     }
+
+    /** How long an enqueue leases an item it hands to a parked fetch of another process, in milliseconds. */
+    public static long offeredLeaseMillis() {
+        return OfferedWrites.OFFERED_LEASE_MS;
+    }
 }

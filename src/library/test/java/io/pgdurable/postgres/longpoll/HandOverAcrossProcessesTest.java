@@ -13,6 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.pgdurable.longpoll.WakeSource;
 import io.pgdurable.postgres.MigrationPolicy;
 import io.pgdurable.postgres.PostgresProvider;
+import io.pgdurable.postgres.ProviderInternals;
 import io.pgdurable.postgres.TestDatabase;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.SessionFetchConfig;
@@ -62,6 +63,7 @@ class HandOverAcrossProcessesTest {
                     SETTLED, "the hand-over signalled");
             assertEquals(List.of(WakeSource.HANDOVER), h.signals.wakeSourcesSince(wakes));
             assertEquals(1, h.signals.handOffsTaken());
+            h.signals.await(() -> h.signals.handOffsHeld() == 1, SETTLED, "the item held for the fetch's lock time");
             HandOverTest.Lease lease = lease(h.schema, "hox-1");
             assertEquals(got.lockToken(), lease.token());
             assertEquals(1, lease.attempts());
@@ -73,6 +75,41 @@ class HandOverAcrossProcessesTest {
                     "leased: nobody else claims it");
             h.provider.ackWorkItem(got.lockToken(), null);
             assertNull(lease(h.schema, "hox-1"), "acked: the row is gone");
+        }
+    }
+
+    @Test
+    void an_item_handed_to_a_process_that_never_hears_it_is_claimable_after_the_offered_lease() throws Exception {
+        try (LongPollHarness h = open("hoxdeaf", b -> b.handOverAcrossProcesses(true));
+             PostgresProvider other = enqueuer(h, true);
+             Connection deaf = TestDatabase.connect()) {
+            // A process whose listener session still holds its key but reads nothing: the item offered to it is the
+            // one whose notification a listener dying in that instant would lose.
+            try (PreparedStatement ps = deaf.prepareStatement("SELECT pg_advisory_lock(4343)")) {
+                ps.execute();
+            }
+            execute(h.schema, "INSERT INTO %s.parked_fetches VALUES ('deaf', 4343, 1, " + LONG_LOCK.toMillis()
+                    + ", 0)");
+            long before = System.currentTimeMillis();
+            other.enqueueForWorker(activity("hox-deaf", 1));
+            long after = System.currentTimeMillis();
+            assertEquals(0L, count(h.schema, "SELECT waiting FROM %s.parked_fetches WHERE origin = 'deaf'"),
+                    "offered to the deaf process");
+            long offered = HandOverTest.lease(h.schema, "hox-deaf").untilMs();
+            long shortLease = ProviderInternals.offeredLeaseMillis();
+            assertTrue(offered >= before + shortLease && offered <= after + shortLease,
+                    "leased for the offered lease from the enqueue, not the taker's lock time: " + offered);
+            assertTrue(h.provider.fetchWorkItem(LONG_LOCK, Duration.ZERO, null, TagFilter.any()).isEmpty(),
+                    "leased: not claimable at once");
+            FetchedWorkItem got = h.provider.fetchWorkItem(LONG_LOCK, Duration.ofSeconds(20), null, TagFilter.any())
+                    .orElseThrow();
+            long at = System.currentTimeMillis();
+            assertEquals("hox-deaf", ((WorkItem.ActivityExecute) got.item()).instance());
+            assertTrue(at >= offered, "not before the offered lease ended: " + (at - offered) + " ms");
+            assertTrue(at <= offered + 3_000, "soon after the offered lease ended, not after the lock time: "
+                    + (at - offered) + " ms");
+            assertEquals(0, h.signals.handOffsHeld(), "nobody held it");
+            h.provider.ackWorkItem(got.lockToken(), null);
         }
     }
 
@@ -185,7 +222,8 @@ class HandOverAcrossProcessesTest {
 
     @Test
     void without_the_option_nothing_is_written_and_no_liveness_lock_is_held() throws Exception {
-        try (LongPollHarness h = open("hoxoff", b -> b.fallbackPollInterval(NO_PROBE_RACE));
+        try (LongPollHarness h = open("hoxoff", b -> b.handOverAcrossProcesses(false)
+                .fallbackPollInterval(NO_PROBE_RACE));
              PostgresProvider other = enqueuer(h, false)) {
             BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
             int wakes = (int) h.signals.wakes();

@@ -37,6 +37,7 @@ final class SignalRecorder implements LongPollSignals {
     private final List<Integer> takersRegistered = new CopyOnWriteArrayList<>();
     private final AtomicInteger handOffsTaken = new AtomicInteger();
     private final AtomicInteger handOffsGivenBack = new AtomicInteger();
+    private final AtomicInteger handOffsHeld = new AtomicInteger();
 
     @Override
     public void takersRegistered(int waiting) {
@@ -47,6 +48,12 @@ final class SignalRecorder implements LongPollSignals {
     @Override
     public void handOffReceived(boolean taken) {
         (taken ? handOffsTaken : handOffsGivenBack).incrementAndGet();
+        changed();
+    }
+
+    @Override
+    public void handOffsHeld(int items) {
+        handOffsHeld.addAndGet(items);
         changed();
     }
 
@@ -77,6 +84,11 @@ final class SignalRecorder implements LongPollSignals {
 
     int handOffsGivenBack() {
         return handOffsGivenBack.get();
+    }
+
+    /** Items handed over by other processes whose short lease this process extended to its fetch's lock time. */
+    int handOffsHeld() {
+        return handOffsHeld.get();
     }
 
     @Override
