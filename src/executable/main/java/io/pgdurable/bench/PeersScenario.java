@@ -19,6 +19,10 @@ final class PeersScenario implements Scenario {
     static final int CONSUMERS = DrainScenario.CONSUMERS;
     static final int MIN_GAP_MS = 5;
     static final int MAX_GAP_MS = 25;
+    /** Sporadic writers: a job every 0.2-1.2 s, so every process and connection on the way sits idle in between. */
+    static final int SPORADIC_MIN_GAP_MS = 200;
+    static final int SPORADIC_MAX_GAP_MS = 1_200;
+    private static final int SPORADIC_WARM_UP = 2;
     private static final Duration DRAIN_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration QUICK_CALL = Duration.ofMinutes(1);
     /** Job numbers of one repetition's parts start here times the repetition, as in the drain scenario. */
@@ -26,22 +30,24 @@ final class PeersScenario implements Scenario {
     private static final long WARM_UP_OFFSET = 5_000_000L;
     private static final long BATCHED_OFFSET = 2_000_000L;
     private static final long WAKE_OFFSET = 7_000_000L;
+    private static final long SPORADIC_OFFSET = 8_000_000L;
 
     /**
      * How much to run. The bench's profile sets it; the system properties {@code pgdurable.bench.peers.drainItems},
-     * {@code .wakeJobs} and {@code .reps} override it.
+     * {@code .wakeJobs}, {@code .sporadicJobs} and {@code .reps} override it.
      */
-    record Counts(int drainItems, int wakeJobs, int reps) {
+    record Counts(int drainItems, int wakeJobs, int sporadicJobs, int reps) {
         Counts {
-            if (drainItems < 1 || wakeJobs < 1 || reps < 1) {
+            if (drainItems < 1 || wakeJobs < 1 || sporadicJobs < 1 || reps < 1) {
                 throw new IllegalArgumentException("peers: counts must be positive: " + drainItems + ", " + wakeJobs
-                        + ", " + reps);
+                        + ", " + sporadicJobs + ", " + reps);
             }
         }
 
         static Counts of(Profile p) {
             return new Counts(Integer.getInteger("pgdurable.bench.peers.drainItems", p.quick() ? 600 : 20_000),
                     Integer.getInteger("pgdurable.bench.peers.wakeJobs", p.quick() ? 30 : 500),
+                    Integer.getInteger("pgdurable.bench.peers.sporadicJobs", p.quick() ? 3 : 30),
                     Integer.getInteger("pgdurable.bench.peers.reps", p.quick() ? 2 : 4));
         }
 
@@ -60,6 +66,47 @@ final class PeersScenario implements Scenario {
 
         Arm(String label) {
             this.label = label;
+        }
+    }
+
+    /** The wake series: who writes, how often. */
+    enum WakeSeries {
+        WAKE("wake", Arm.GRAPHILE, null, MIN_GAP_MS, MAX_GAP_MS),
+        PROVIDER("wake", Arm.PGDURABLE, WakeProducer.Writer.PROVIDER, MIN_GAP_MS, MAX_GAP_MS),
+        SPORADIC("wakeSporadic", Arm.GRAPHILE, null, SPORADIC_MIN_GAP_MS, SPORADIC_MAX_GAP_MS),
+        SPORADIC_PROVIDER("wakeSporadic", Arm.PGDURABLE, WakeProducer.Writer.PROVIDER, SPORADIC_MIN_GAP_MS,
+                SPORADIC_MAX_GAP_MS),
+        SPORADIC_SQL("wakeSporadicSql", Arm.PGDURABLE, WakeProducer.Writer.SQL, SPORADIC_MIN_GAP_MS,
+                SPORADIC_MAX_GAP_MS);
+
+        final String key;
+        final Arm arm;
+        final WakeProducer.Writer writer;
+        final int minGapMs;
+        final int maxGapMs;
+
+        WakeSeries(String key, Arm arm, WakeProducer.Writer writer, int minGapMs, int maxGapMs) {
+            this.key = key;
+            this.arm = arm;
+            this.writer = writer;
+            this.minGapMs = minGapMs;
+            this.maxGapMs = maxGapMs;
+        }
+
+        boolean sporadic() {
+            return minGapMs == SPORADIC_MIN_GAP_MS;
+        }
+
+        int jobs(Counts c) {
+            return sporadic() ? c.sporadicJobs() : c.wakeJobs();
+        }
+
+        int warmUp(Counts c) {
+            return sporadic() ? SPORADIC_WARM_UP : c.wakeWarmUp();
+        }
+
+        long offset() {
+            return sporadic() ? SPORADIC_OFFSET + (writer == WakeProducer.Writer.SQL ? 500_000L : 0) : WAKE_OFFSET;
         }
     }
 
@@ -119,13 +166,16 @@ final class PeersScenario implements Scenario {
                 + "graphile-worker's task counts the job number in its payload) and the queue empty afterwards. "
                 + "**wake**: " + c.wakeJobs() + " jobs per repetition (after " + c.wakeWarmUp() + " unrecorded), "
                 + "enqueued one at a time " + MIN_GAP_MS + "-" + MAX_GAP_MS + " ms apart (random) from another "
-                + "connection, each after the previous one started; pgdurable: a second provider with default "
-                + "settings enqueues, " + CONSUMERS + " long-poll fetches are parked; graphile-worker: addJob from "
-                + "worker utils on a pool of its own, a runner of concurrency " + CONSUMERS + " waits. Latency = "
-                + "consumer start (fetch returned / task function entered) − enqueue call returned (after its "
-                + "commit). Each system is timed on one monotonic clock inside its own process (System.nanoTime in "
-                + "the JVM, process.hrtime in Node), producer and consumers alike, so no clocks are aligned across "
-                + "processes. Statements per job count the whole database during the timed drain (the counter's "
+                + "connection, each after the previous one started; pgdurable: a provider with default settings in "
+                + "another JVM enqueues, " + CONSUMERS + " long-poll fetches are parked; graphile-worker: addJob "
+                + "from worker utils on a pool of its own, a runner of concurrency " + CONSUMERS + " waits. "
+                + "**wakeSporadic**: the same with " + c.sporadicJobs() + " jobs per repetition (after "
+                + SPORADIC_WARM_UP + " unrecorded) " + SPORADIC_MIN_GAP_MS + "-" + SPORADIC_MAX_GAP_MS + " ms apart; "
+                + "**wakeSporadicSql**: pgdurable's sporadic series written by a plain-SQL writer in that other JVM "
+                + "(the SQL API's enqueue_activity on its own JDBC connection; graphile-worker's addJob is its SQL "
+                + "function too). Latency = consumer start (fetch returned / task function entered) − enqueue call "
+                + "returned (after its commit), on the machine's monotonic clock (System.nanoTime in both JVMs, "
+                + "process.hrtime in Node, whose producer and consumers share its process). Statements per job count the whole database during the timed drain (the counter's "
                 + "source is above). graphile-worker logs only warnings (NO_LOG_SUCCESS).";
     }
 
@@ -141,9 +191,12 @@ final class PeersScenario implements Scenario {
             drains.put(part, new LinkedHashMap<>(Map.of(Arm.GRAPHILE, new ArrayList<>(), Arm.PGDURABLE,
                     new ArrayList<>())));
         }
-        Map<Arm, LatencyRecorder> wake = Map.of(Arm.GRAPHILE, new LatencyRecorder(), Arm.PGDURABLE,
-                new LatencyRecorder());
-        Map<Arm, List<Object>> wakeReps = Map.of(Arm.GRAPHILE, new ArrayList<>(), Arm.PGDURABLE, new ArrayList<>());
+        Map<WakeSeries, LatencyRecorder> wake = new java.util.EnumMap<>(WakeSeries.class);
+        Map<WakeSeries, List<Object>> wakeReps = new java.util.EnumMap<>(WakeSeries.class);
+        for (WakeSeries series : WakeSeries.values()) {
+            wake.put(series, new LatencyRecorder());
+            wakeReps.put(series, new ArrayList<>());
+        }
         List<String> order = new ArrayList<>();
         Map<String, Object> graphileDetails = new LinkedHashMap<>();
         List<Object> startupMillis = new ArrayList<>();
@@ -172,26 +225,35 @@ final class PeersScenario implements Scenario {
                             Num.text(d.jobsPerSecond()));
                 }
             }
-            String run = runName(rep, "wake");
-            for (Arm arm : arms) {
-                long base = rep * REP_STRIDE + WAKE_OFFSET;
-                List<Long> samples;
-                if (arm == Arm.PGDURABLE) {
-                    samples = ProviderWake.run(ctx, run, c.wakeJobs(), c.wakeWarmUp(), base, MIN_GAP_MS, MAX_GAP_MS);
-                } else {
-                    try (GraphileWorkerPeer graphile = graphile(ctx, run)) {
-                        samples = graphileWake(graphile, c, base);
+            for (boolean sporadic : new boolean[] {false, true}) {
+                for (Arm arm : arms) {
+                    for (WakeSeries series : WakeSeries.values()) {
+                        if (series.arm != arm || series.sporadic() != sporadic) {
+                            continue;
+                        }
+                        String run = runName(rep, series.name().toLowerCase(java.util.Locale.ROOT));
+                        long base = rep * REP_STRIDE + series.offset();
+                        List<Long> samples;
+                        if (arm == Arm.PGDURABLE) {
+                            samples = ProviderWake.run(ctx, run, series.writer, series.jobs(c), series.warmUp(c),
+                                    base, series.minGapMs, series.maxGapMs);
+                        } else {
+                            try (GraphileWorkerPeer graphile = graphile(ctx, run)) {
+                                samples = graphileWake(graphile, series, c, base);
+                            }
+                        }
+                        LatencyRecorder one = new LatencyRecorder();
+                        for (long s : samples) {
+                            one.recordNanos(s);
+                            wake.get(series).recordNanos(s);
+                        }
+                        LatencySummary sum = one.summary();
+                        wakeReps.get(series).add(Map.of("p50", Num.round(sum.p50Ms()), "p99",
+                                Num.round(sum.p99Ms())));
+                        ctx.progress().line("peers rep %d: %s %s p50 %s ms p99 %s ms", rep, series.key, arm.label,
+                                Num.text(sum.p50Ms()), Num.text(sum.p99Ms()));
                     }
                 }
-                LatencyRecorder one = new LatencyRecorder();
-                for (long s : samples) {
-                    one.recordNanos(s);
-                    wake.get(arm).recordNanos(s);
-                }
-                LatencySummary sum = one.summary();
-                wakeReps.get(arm).add(Map.of("p50", Num.round(sum.p50Ms()), "p99", Num.round(sum.p99Ms())));
-                ctx.progress().line("peers rep %d: wake %s p50 %s ms p99 %s ms", rep, arm.label,
-                        Num.text(sum.p50Ms()), Num.text(sum.p99Ms()));
             }
         }
         graphileDetails.put("version", version);
@@ -223,14 +285,20 @@ final class PeersScenario implements Scenario {
                     part.key + ": pgdurable ÷ graphile-worker, median of the repetitions' ratios");
             p.detail(part.key + ".ratiosPerRep", Arrays.stream(ratios).mapToObj(Num::round).toList());
         }
-        g.latency("wake", wake.get(Arm.GRAPHILE)).detail("wake.reps", wakeReps.get(Arm.GRAPHILE));
-        p.latency("wake", wake.get(Arm.PGDURABLE)).detail("wake.reps", wakeReps.get(Arm.PGDURABLE));
-        LatencySummary gw = wake.get(Arm.GRAPHILE).summary();
-        LatencySummary pw = wake.get(Arm.PGDURABLE).summary();
-        p.metric("wake.p50RatioToGraphile", pw.p50Ms() / gw.p50Ms(), "× graphile-worker",
-                "wake p50: pgdurable ÷ graphile-worker, all repetitions' samples");
-        p.metric("wake.p99RatioToGraphile", pw.p99Ms() / gw.p99Ms(), "× graphile-worker",
-                "wake p99: pgdurable ÷ graphile-worker, all repetitions' samples");
+        for (WakeSeries series : WakeSeries.values()) {
+            (series.arm == Arm.PGDURABLE ? p : g).latency(series.key, wake.get(series))
+                    .detail(series.key + ".reps", wakeReps.get(series));
+        }
+        for (WakeSeries[] pair : new WakeSeries[][] {{WakeSeries.PROVIDER, WakeSeries.WAKE},
+                {WakeSeries.SPORADIC_PROVIDER, WakeSeries.SPORADIC}, {WakeSeries.SPORADIC_SQL, WakeSeries.SPORADIC}}) {
+            LatencySummary pw = wake.get(pair[0]).summary();
+            LatencySummary gw = wake.get(pair[1]).summary();
+            String key = pair[0].key;
+            p.metric(key + ".p50RatioToGraphile", pw.p50Ms() / gw.p50Ms(), "× graphile-worker",
+                    key + " p50: pgdurable ÷ graphile-worker's " + pair[1].key + ", all repetitions' samples");
+            p.metric(key + ".p99RatioToGraphile", pw.p99Ms() / gw.p99Ms(), "× graphile-worker",
+                    key + " p99: pgdurable ÷ graphile-worker's " + pair[1].key + ", all repetitions' samples");
+        }
         p.detail("order", order);
         g.detail("graphileWorker", graphileDetails);
 
@@ -245,6 +313,8 @@ final class PeersScenario implements Scenario {
         settings.put("consumers", CONSUMERS);
         settings.put("batch", DrainScenario.BATCH);
         settings.put("wakeGapMillis", List.of(MIN_GAP_MS, MAX_GAP_MS));
+        settings.put("sporadicJobs", c.sporadicJobs());
+        settings.put("sporadicGapMillis", List.of(SPORADIC_MIN_GAP_MS, SPORADIC_MAX_GAP_MS));
         return new ScenarioResult(NAME, title(), description(c) + " graphile-worker " + version + " on Node.js "
                 + nodeVersion + ".", settings, g, p, List.of(), (System.nanoTime() - start) / 1e9);
     }
@@ -302,12 +372,14 @@ final class PeersScenario implements Scenario {
         }
     }
 
-    private static List<Long> graphileWake(GraphileWorkerPeer graphile, Counts c, long base) {
-        GraphileWorkerPeer.Wake w = graphile.wake(c.wakeJobs(), c.wakeWarmUp(), base, MIN_GAP_MS, MAX_GAP_MS,
-                QUICK_CALL.plusMillis((long) (c.wakeJobs() + c.wakeWarmUp()) * (MAX_GAP_MS + 200)));
-        if (w.latencyNanos().size() != c.wakeJobs() || w.left() > 0) {
-            throw new AssertionError("peers wake graphile-worker: " + w.latencyNanos().size() + " samples for "
-                    + c.wakeJobs() + " jobs, " + w.left() + " job(s) left");
+    private static List<Long> graphileWake(GraphileWorkerPeer graphile, WakeSeries series, Counts c, long base) {
+        int jobs = series.jobs(c);
+        int warmUp = series.warmUp(c);
+        GraphileWorkerPeer.Wake w = graphile.wake(jobs, warmUp, base, series.minGapMs, series.maxGapMs,
+                QUICK_CALL.plusMillis((long) (jobs + warmUp) * (series.maxGapMs + 200)));
+        if (w.latencyNanos().size() != jobs || w.left() > 0) {
+            throw new AssertionError("peers " + series.key + " graphile-worker: " + w.latencyNanos().size()
+                    + " samples for " + jobs + " jobs, " + w.left() + " job(s) left");
         }
         return w.latencyNanos();
     }

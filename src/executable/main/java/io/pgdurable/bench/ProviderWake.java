@@ -1,8 +1,5 @@
 package io.pgdurable.bench;
 
-import io.pgdurable.postgres.MigrationPolicy;
-import io.pgdurable.postgres.PostgresProvider;
-import io.pgdurable.postgres.PostgresProviderConfig;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.OrchestrationProvider;
 import io.pgdurable.spi.WorkItem;
@@ -15,16 +12,15 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * pgdurable's side of the peers scenario's wake: {@value #CONSUMERS} worker fetches parked by long polling on one
- * provider, and a second provider with default settings on the same schema (a client elsewhere: the wake travels by
- * NOTIFY) enqueueing one item at a time, each after the previous one was fetched. A sample is the consumer's
- * {@link System#nanoTime()} when its fetch returned minus the producer's when its enqueue call returned (after the
- * commit): one clock, one process.
+ * pgdurable's side of the peers scenario's wakes: {@value #CONSUMERS} worker fetches parked by long polling on one
+ * provider, and a writer in another JVM ({@link WakeProducer}: a provider with default settings, or a plain-SQL
+ * writer) enqueueing one item at a time, each after the previous one was fetched. A sample is the consumer's
+ * {@link System#nanoTime()} when its fetch returned minus the writer's when its call returned (after the commit): the
+ * machine's monotonic clock, read in both processes.
  */
 final class ProviderWake {
     static final int CONSUMERS = 4;
     private static final Duration LOCK = Duration.ofMinutes(10); // no lease ends inside the run
-    private static final String NAME = "PeersWake";
     private static final long FETCH_WAIT_SECONDS = 40;
 
     private ProviderWake() {}
@@ -34,16 +30,14 @@ final class ProviderWake {
      * (random), on the schema of {@code scenario}; returns the samples of all but the first {@code warmUp}. Fails
      * when an item is fetched twice, out of turn, or not within 40 s, or the queue is not empty afterwards.
      */
-    static List<Long> run(BenchContext ctx, String scenario, int jobs, int warmUp, long base, int minGapMs,
-                          int maxGapMs) throws Exception {
+    static List<Long> run(BenchContext ctx, String scenario, WakeProducer.Writer writer, int jobs, int warmUp,
+                          long base, int minGapMs, int maxGapMs) throws Exception {
         BlockingQueue<long[]> fetched = new LinkedBlockingQueue<>();
         List<Long> samples = new ArrayList<>(jobs);
         Workers consumers = new Workers();
         String schema;
         try (Hub hub = ctx.hub(scenario, Mode.LONG, CONSUMERS + 2);
-             PostgresProvider producer = PostgresProvider.create(PostgresProviderConfig.builder()
-                     .jdbcUrl(ctx.url()).schema(hub.schema()).migrationPolicy(MigrationPolicy.VERIFY_ONLY)
-                     .poolSize(2).build());
+             WakeProducer producer = WakeProducer.start(ctx.url(), hub.schema());
              Workers.Stopping stopFirst = consumers.stopFirst()) {
             schema = hub.schema();
             OrchestrationProvider p = hub.provider();
@@ -63,8 +57,7 @@ final class ProviderWake {
                     throw new InterruptedException("peers wake interrupted");
                 }
                 consumers.check();
-                producer.enqueueForWorker(new WorkItem.ActivityExecute("peers-wake", 1, base + k, NAME, "{}"));
-                long sent = System.nanoTime();
+                long sent = producer.write(writer, base + k);
                 long[] got = fetched.poll(FETCH_WAIT_SECONDS, TimeUnit.SECONDS);
                 if (got == null) {
                     throw new IllegalStateException("peers wake: item " + k + " was not fetched within "

@@ -103,6 +103,16 @@ final class Targets {
         t.add(Target.atMost("peer-wake-p99", "peers",
                 "wake from another connection, 4 parked consumers: p99 ≤ graphile-worker's p99 in the same run",
                 "wake.p99RatioToGraphile", 1.0, "× graphile-worker"));
+        t.add(Target.atMost("peer-wake-remote-p50", "peers",
+                "wake, writer a provider with default settings in another JVM: p50 ≤ 0.5 ms", "wake.p50", 0.5, "ms"));
+        t.add(Target.atMost("peer-wake-remote-p99", "peers",
+                "wake, writer a provider with default settings in another JVM: p99 ≤ 2 ms", "wake.p99", 2, "ms"));
+        t.add(Target.atMost("peer-wake-sporadic-p99", "peers",
+                "sporadic wake (a job every 0.2-1.2 s), writer a provider in another JVM: p99 ≤ 5 ms",
+                "wakeSporadic.p99", 5, "ms"));
+        t.add(Target.atMost("peer-wake-sporadic-sql-p99", "peers",
+                "sporadic wake (a job every 0.2-1.2 s), writer plain SQL (enqueue_activity): p99 ≤ 5 ms",
+                "wakeSporadicSql.p99", 5, "ms"));
         return t;
     }
 

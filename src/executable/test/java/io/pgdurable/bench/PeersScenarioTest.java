@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Timeout;
  * and their ratios, and the graphile-worker that ran is the pinned one. No assertion on any measured speed.
  */
 class PeersScenarioTest {
-    private static final PeersScenario.Counts TINY = new PeersScenario.Counts(300, 30, 1);
+    private static final PeersScenario.Counts TINY = new PeersScenario.Counts(300, 30, 2, 1);
 
     @Test
     @Timeout(value = 10, unit = TimeUnit.MINUTES)
@@ -65,21 +65,26 @@ class PeersScenarioTest {
                 assertTrue(r.value(f) > 0, m + " " + f + ": " + r.value(f));
             }
             assertEquals(TINY.wakeJobs(), r.latencies().get("wake").count(), m + " wake samples");
+            assertEquals(TINY.sporadicJobs(), r.latencies().get("wakeSporadic").count(), m + " sporadic samples");
             assertEquals(1, ((List<?>) r.details().get("drainSingle.reps")).size(), m + " per-rep figures");
         }
         ModeResult pgdurable = s.longMode();
         for (String f : List.of("drainSingle.ratioToGraphile", "drainBatched.ratioToGraphile",
-                "wake.p50RatioToGraphile", "wake.p99RatioToGraphile")) {
+                "wake.p50RatioToGraphile", "wake.p99RatioToGraphile", "wakeSporadic.p99RatioToGraphile",
+                "wakeSporadicSql.p99RatioToGraphile")) {
             assertTrue(pgdurable.value(f) > 0 && Double.isFinite(pgdurable.value(f)), f + ": " + pgdurable.value(f));
         }
         assertEquals(s.ratio("drainSingle.jobsPerSecond"), pgdurable.value("drainSingle.jobsPerSecond")
                 / s.shortMode().value("drainSingle.jobsPerSecond"), 1e-9);
         assertEquals(List.of("pgdurable first"), pgdurable.details().get("order"));
         assertTrue(s.ratios().containsKey("wake.p99"), s.ratios().toString());
+        assertEquals(TINY.sporadicJobs(), pgdurable.latencies().get("wakeSporadicSql").count(),
+                "the plain-SQL writer's sporadic samples");
 
         List<TargetResult> targets = Targets.judge(Targets.all(String.valueOf(counterInfo.get("unit"))),
                 Map.of(PeersScenario.NAME, s)).stream().filter(t -> t.target().scenario().equals("peers")).toList();
-        assertEquals(List.of("peer-drain-single", "peer-drain-batched", "peer-wake-p99"),
+        assertEquals(List.of("peer-drain-single", "peer-drain-batched", "peer-wake-p99", "peer-wake-remote-p50",
+                        "peer-wake-remote-p99", "peer-wake-sporadic-p99", "peer-wake-sporadic-sql-p99"),
                 targets.stream().map(t -> t.target().id()).toList());
         for (TargetResult t : targets) {
             assertNotEquals(TargetResult.Status.NOT_MEASURED, t.status(), t.target().id() + ": " + t.reason());

@@ -215,7 +215,8 @@ class PgDurableMetricsTest {
         newSchema();
         // The own write is a batched enqueue, which is announced (the hand-over's wake is the next test's subject).
         PostgresProvider p = openMeasured(longPolling());
-        PostgresProvider other = open(TestDatabase.config(schema)); // announces by NOTIFY: the schema is activated
+        // Announces by NOTIFY (the schema is activated); without hand-over across processes, so the fetch claims.
+        PostgresProvider other = open(TestDatabase.config(schema).handOverAcrossProcesses(false));
         awaitValue("listener up", 1, () -> gauge("pgdurable.listener.up"));
 
         Future<Optional<FetchedWorkItem>> parked = parkFetch(p, 0);
@@ -286,7 +287,7 @@ class PgDurableMetricsTest {
         PGSimpleDataSource ds = new PGSimpleDataSource();
         ds.setURL(TestDatabase.url());
         new SchemaMigrator(ds, TestDatabase.config(schema).build()).deactivate();
-        PostgresProvider silent = open(TestDatabase.config(schema).migrationPolicy(
+        PostgresProvider silent = open(TestDatabase.config(schema).handOverAcrossProcesses(false).migrationPolicy(
                 io.pgdurable.postgres.MigrationPolicy.VERIFY_ONLY));
 
         Future<Optional<FetchedWorkItem>> parked = parkFetch(p, 0);

@@ -42,7 +42,9 @@ final class ListenerSupport {
     /**
      * Takes a session advisory lock on a fresh random key and returns the key: while the session lives, other
      * processes find the key held, which is how they tell that this process can still hear them (hand-over across
-     * processes). A fresh key is held by nobody, so the call does not wait.
+     * processes). A fresh key is held by nobody, so the call does not wait. Listeners take it just before LISTEN and
+     * publish the key once LISTEN succeeded, so the session's last statement, as {@code pg_stat_activity} shows it,
+     * stays the LISTEN that names its channel.
      */
     static long takeLivenessLock(Connection c) throws SQLException {
         long key;

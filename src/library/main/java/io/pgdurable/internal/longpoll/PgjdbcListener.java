@@ -43,7 +43,7 @@ public final class PgjdbcListener implements NotificationListener {
     /**
      * @param jdbcUrl the provider's pgjdbc URL ({@code jdbc:postgresql:...}); credentials may be URL parameters.
      * @param connectTimeout how long {@link #open} may take to connect and LISTEN before it gives up
-     * @param livenessLock whether each session, after LISTEN, also holds a session advisory lock on a fresh random
+     * @param livenessLock whether each session also holds a session advisory lock on a fresh random
      *                     key ({@link Session#livenessKey()}), by which other processes tell that it still lives
      */
     public PgjdbcListener(String jdbcUrl, Duration connectTimeout, boolean livenessLock) {
@@ -134,12 +134,11 @@ public final class PgjdbcListener implements NotificationListener {
                 if (closed.get()) {
                     return;
                 }
+                long key = livenessLock ? ListenerSupport.takeLivenessLock(c) : 0;
                 try (Statement st = c.createStatement()) {
                     st.execute("LISTEN " + NotifyChannel.quoted(channel));
                 }
-                if (livenessLock) {
-                    livenessKey = ListenerSupport.takeLivenessLock(c);
-                }
+                livenessKey = key;
                 PGConnection pg = c.unwrap(PGConnection.class);
                 if (!ready.complete(null)) {
                     return;

@@ -378,12 +378,11 @@ public final class PgjdbcNgListener implements NotificationListener {
                 }
                 // Register before LISTEN, so nothing between the two is missed.
                 c.addNotificationListener(LISTENER_NAME, Pattern.quote(channel), this);
+                long key = livenessLock ? ListenerSupport.takeLivenessLock(raw) : 0;
                 try (Statement st = c.createStatement()) {
                     st.execute("LISTEN " + NotifyChannel.quoted(channel));
                 }
-                if (livenessLock) {
-                    livenessKey = ListenerSupport.takeLivenessLock(raw);
-                }
+                livenessKey = key;
                 if (!ready.complete(c)) {
                     closeQuietly(c);
                 }

@@ -7,7 +7,8 @@ import io.pgdurable.spi.WorkItem;
 
 /**
  * A writer process that dies right after its enqueue commits: no shutdown hook, no close, no announcement sent
- * after the fact. Run in a JVM of its own by {@link NotifyTriggersTest}: {@code <jdbcUrl> <schema> <instance>}.
+ * after the fact. Run in a JVM of its own by {@link NotifyTriggersTest}:
+ * {@code <jdbcUrl> <schema> <instance> <handOverAcrossProcesses>}.
  */
 public final class HaltingWriter {
     private HaltingWriter() {}
@@ -18,6 +19,7 @@ public final class HaltingWriter {
                 .schema(args[1])
                 .poolSize(1)
                 .migrationPolicy(MigrationPolicy.VERIFY_ONLY)
+                .handOverAcrossProcesses(Boolean.parseBoolean(args[3]))
                 .build();
         PostgresProvider provider = PostgresProvider.create(config);
         provider.enqueueForWorker(new WorkItem.ActivityExecute(args[2], 1, 1, "Halted", "{}"));

@@ -317,7 +317,7 @@ class NotifyTriggersTest {
             int seen = h.signals.notificationCount();
             int wakesBefore = h.signals.wakeSourcesSince(0).size();
             BackgroundFetch<FetchedWorkItem> worker = h.parkWorker("worker", Duration.ofSeconds(60));
-            String output = runHaltingWriter(h.schema, "halted");
+            String output = runHaltingWriter(h.schema, "halted", false);
             assertTrue(output.contains("committed"), output);
             Optional<FetchedWorkItem> got = worker.get(Duration.ofSeconds(20));
             assertTrue(got.isPresent(), "woken: " + h.signals);
@@ -334,11 +334,30 @@ class NotifyTriggersTest {
         }
     }
 
+    @Test
+    void an_item_handed_over_by_a_writer_halted_right_after_its_commit_reaches_the_waiter() throws Exception {
+        try (LongPollHarness h = LongPollHarness.open("trg_halt_ho", NO_PROBE)) {
+            int wakesBefore = h.signals.wakeSourcesSince(0).size();
+            BackgroundFetch<FetchedWorkItem> worker = h.parkWorker("worker", Duration.ofSeconds(60));
+            h.signals.await(() -> h.signals.lastTakersRegistered() == 1, Duration.ofSeconds(10),
+                    "the parked fetch written as a taker");
+            String output = runHaltingWriter(h.schema, "halted-ho", true);
+            assertTrue(output.contains("committed"), output);
+            Optional<FetchedWorkItem> got = worker.get(Duration.ofSeconds(20));
+            assertTrue(got.isPresent(), "handed over: " + h.signals);
+            assertEquals("halted-ho", ((WorkItem.ActivityExecute) got.get().item()).instance());
+            assertEquals(WakeSource.HANDOVER, h.signals.wakeSourcesSince(wakesBefore).get(0),
+                    "the item travelled in the writer's own commit");
+            h.signals.await(() -> h.signals.handOffsHeld() == 1, Duration.ofSeconds(10), "held by the taker");
+        }
+    }
+
     /** Runs {@link HaltingWriter} in a JVM of its own on the test classpath and returns what it printed. */
-    private static String runHaltingWriter(String schema, String instance) throws Exception {
+    private static String runHaltingWriter(String schema, String instance, boolean handOver) throws Exception {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         Process process = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-                System.getProperty("java.class.path"), HaltingWriter.class.getName(), TestDatabase.url(), schema, instance)
+                System.getProperty("java.class.path"), HaltingWriter.class.getName(), TestDatabase.url(), schema, instance,
+                String.valueOf(handOver))
                 .redirectErrorStream(true)
                 .start();
         process.getOutputStream().close();
