@@ -69,10 +69,13 @@ class PeersScenarioTest {
             assertEquals(1, ((List<?>) r.details().get("drainSingle.reps")).size(), m + " per-rep figures");
         }
         ModeResult pgdurable = s.longMode();
-        for (String f : List.of("drainSingle.ratioToGraphile", "drainBatched.ratioToGraphile",
-                "wake.p50RatioToGraphile", "wake.p99RatioToGraphile", "wakeSporadic.p99RatioToGraphile",
-                "wakeSporadicSql.p99RatioToGraphile")) {
+        for (String f : List.of("drainSingle.ratioToGraphile", "drainBatched.ratioToGraphile")) {
             assertTrue(pgdurable.value(f) > 0 && Double.isFinite(pgdurable.value(f)), f + ": " + pgdurable.value(f));
+        }
+        // A wake sample is negative when the consumer had the item before the writer's call returned.
+        for (String f : List.of("wake.p50RatioToGraphile", "wake.p99RatioToGraphile",
+                "wakeSporadic.p99RatioToGraphile", "wakeSporadicSql.p99RatioToGraphile")) {
+            assertTrue(Double.isFinite(pgdurable.value(f)), f + ": " + pgdurable.value(f));
         }
         assertEquals(s.ratio("drainSingle.jobsPerSecond"), pgdurable.value("drainSingle.jobsPerSecond")
                 / s.shortMode().value("drainSingle.jobsPerSecond"), 1e-9);
