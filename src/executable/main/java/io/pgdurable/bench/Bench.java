@@ -17,7 +17,7 @@ import java.util.UUID;
 public final class Bench {
     /** Every scenario, in run order. */
     public static final List<String> SCENARIOS = List.of("idle", "wake", "timer", "lease", "wakes-per-item",
-            "burst-quiet", "throughput", "drain", "fanout", "notify-overhead", "sql-wake", "sidecar",
+            "burst-quiet", "throughput", "drain", "fanout", "notify-overhead", "notify-lock", "sql-wake", "sidecar",
             "metrics-overhead", "peers");
 
     /**
@@ -67,6 +67,7 @@ public final class Bench {
             case "drain": return new DrainScenario();
             case "fanout": return new FanoutScenario();
             case "notify-overhead": return new NotifyOverheadScenario();
+            case "notify-lock": return new NotifyLockScenario();
             case "sql-wake": return new SqlWakeScenario();
             case "sidecar": return new SidecarScenario();
             case "metrics-overhead": return new MetricsOverheadScenario();

@@ -234,9 +234,12 @@ final class PeersScenario implements Scenario {
                         String run = runName(rep, series.name().toLowerCase(java.util.Locale.ROOT));
                         long base = rep * REP_STRIDE + series.offset();
                         List<Long> samples;
+                        Map<String, Long> sources = Map.of();
                         if (arm == Arm.PGDURABLE) {
-                            samples = ProviderWake.run(ctx, run, series.writer, series.jobs(c), series.warmUp(c),
-                                    base, series.minGapMs, series.maxGapMs);
+                            ProviderWake.Series ps = ProviderWake.run(ctx, run, series.writer, series.jobs(c),
+                                    series.warmUp(c), base, series.minGapMs, series.maxGapMs);
+                            samples = ps.samples();
+                            sources = ps.wakeSources();
                         } else {
                             try (GraphileWorkerPeer graphile = graphile(ctx, run)) {
                                 samples = graphileWake(graphile, series, c, base);
@@ -248,10 +251,15 @@ final class PeersScenario implements Scenario {
                             wake.get(series).recordNanos(s);
                         }
                         LatencySummary sum = one.summary();
-                        wakeReps.get(series).add(Map.of("p50", Num.round(sum.p50Ms()), "p99",
-                                Num.round(sum.p99Ms())));
-                        ctx.progress().line("peers rep %d: %s %s p50 %s ms p99 %s ms", rep, series.key, arm.label,
-                                Num.text(sum.p50Ms()), Num.text(sum.p99Ms()));
+                        Map<String, Object> figures = new LinkedHashMap<>();
+                        figures.put("p50", Num.round(sum.p50Ms()));
+                        figures.put("p99", Num.round(sum.p99Ms()));
+                        if (!sources.isEmpty()) {
+                            figures.put("wokenBy", sources);
+                        }
+                        wakeReps.get(series).add(figures);
+                        ctx.progress().line("peers rep %d: %s %s p50 %s ms p99 %s ms%s", rep, series.key, arm.label,
+                                Num.text(sum.p50Ms()), Num.text(sum.p99Ms()), sources.isEmpty() ? "" : " " + sources);
                     }
                 }
             }

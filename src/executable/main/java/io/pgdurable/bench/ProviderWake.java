@@ -25,17 +25,22 @@ final class ProviderWake {
 
     private ProviderWake() {}
 
+    /** A series' samples (nanoseconds) and how its recorded fetches were woken (wake source → count). */
+    record Series(List<Long> samples, java.util.Map<String, Long> wakeSources) {}
+
     /**
      * Runs {@code warmUp + jobs} items numbered from {@code base}, {@code minGapMs}-{@code maxGapMs} apart
      * (random), on the schema of {@code scenario}; returns the samples of all but the first {@code warmUp}. Fails
      * when an item is fetched twice, out of turn, or not within 40 s, or the queue is not empty afterwards.
      */
-    static List<Long> run(BenchContext ctx, String scenario, WakeProducer.Writer writer, int jobs, int warmUp,
+    static Series run(BenchContext ctx, String scenario, WakeProducer.Writer writer, int jobs, int warmUp,
                           long base, int minGapMs, int maxGapMs) throws Exception {
         BlockingQueue<long[]> fetched = new LinkedBlockingQueue<>();
         List<Long> samples = new ArrayList<>(jobs);
         Workers consumers = new Workers();
         String schema;
+        java.util.Map<String, Long> before = null;
+        java.util.Map<String, Long> sources = new java.util.TreeMap<>();
         try (Hub hub = ctx.hub(scenario, Mode.LONG, CONSUMERS + 2);
              WakeProducer producer = WakeProducer.start(ctx.url(), hub.schema());
              Workers.Stopping stopFirst = consumers.stopFirst()) {
@@ -66,11 +71,19 @@ final class ProviderWake {
                 if (got[0] != base + k) {
                     throw new AssertionError("peers wake: fetched item " + got[0] + " while waiting for " + (base + k));
                 }
+                if (k == warmUp) {
+                    before = hub.signals().snapshot();
+                }
                 if (k >= warmUp) {
                     samples.add(got[1] - sent);
                 }
             }
             consumers.stop();
+            CountingSignals.delta(before, hub.signals().snapshot()).forEach((k, v) -> {
+                if (k.startsWith("wakes.") && v > 0 && !k.equals("wakes.worker") && !k.equals("wakes.orchestrator")) {
+                    sources.put(k.substring("wakes.".length()), v);
+                }
+            });
         } finally {
             consumers.stop();
             consumers.join();
@@ -82,6 +95,6 @@ final class ProviderWake {
         if (left > 0) {
             throw new AssertionError("peers wake: " + left + " item(s) left in the queue");
         }
-        return samples;
+        return new Series(samples, sources);
     }
 }
