@@ -18,7 +18,7 @@ public final class Bench {
     /** Every scenario, in run order. */
     public static final List<String> SCENARIOS = List.of("idle", "wake", "timer", "lease", "wakes-per-item",
             "burst-quiet", "throughput", "drain", "fanout", "notify-overhead", "notify-lock", "sql-wake", "sidecar",
-            "metrics-overhead", "peers");
+            "metrics-overhead", "peers", "listeners");
 
     /**
      * What to run.
@@ -72,6 +72,7 @@ public final class Bench {
             case "sidecar": return new SidecarScenario();
             case "metrics-overhead": return new MetricsOverheadScenario();
             case "peers": return new PeersScenario();
+            case "listeners": return new ListenersScenario();
             default: throw new IllegalArgumentException("unknown scenario " + name);
         }
     }

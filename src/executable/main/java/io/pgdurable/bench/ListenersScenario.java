@@ -1,0 +1,216 @@
+package io.pgdurable.bench;
+
+import io.pgdurable.internal.longpoll.NotifyChannel;
+import io.pgdurable.spi.WorkItem;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.postgresql.PGConnection;
+
+/**
+ * How the database's listeners weigh on pgdurable: PostgreSQL signals every listening backend of a database for every
+ * NOTIFY, whatever its channel. With {@link #COUNTS} listening processes (this provider plus idle sessions that LISTEN,
+ * half on the hub's channel and half on other channels, and read what they are sent), the scenario measures the wake
+ * of the peers scenario (a writer in another JVM, {@value ProviderWake#CONSUMERS} parked fetches) and the enqueue
+ * throughput of {@value #CLIENTS} clients of a long-polling provider (every enqueue announced).
+ */
+final class ListenersScenario implements Scenario {
+    /** Listening processes on the database, the hub's own provider included. */
+    static final List<Integer> COUNTS = List.of(1, 16, 64);
+    static final int CLIENTS = 4;
+    private static final long BASE = 9_000_000L;
+
+    @Override
+    public String name() {
+        return "listeners";
+    }
+
+    @Override
+    public String title() {
+        return "Many listening processes on one database";
+    }
+
+    private static String description(int wakeJobs) {
+        return "For " + COUNTS + " listening processes on the database: the hub's long-polling provider plus idle "
+                + "sessions that LISTEN (half on the hub's channel, half on channels of their own) and read what "
+                + "arrives every 100 ms, as other processes' listeners would. Per count, on a fresh schema: wake = "
+                + wakeJobs + " jobs written one at a time 5-25 ms apart by a provider with default settings in "
+                + "another JVM, " + ProviderWake.CONSUMERS + " fetches parked (as the peers scenario's wake); "
+                + "enqueue = " + CLIENTS + " clients of the long-polling provider enqueueing flat out, each enqueue "
+                + "announced (NOTIFY) to every listener. Counts run in the order above and then back.";
+    }
+
+    @Override
+    public ScenarioResult run(BenchContext ctx) throws Exception {
+        long start = System.nanoTime();
+        Profile prof = ctx.profile();
+        int jobs = prof.quick() ? 20 : 300;
+        Map<Integer, LatencyRecorder> wakes = new LinkedHashMap<>();
+        Map<Integer, List<Double>> rates = new LinkedHashMap<>();
+        for (int n : COUNTS) {
+            wakes.put(n, new LatencyRecorder());
+            rates.put(n, new ArrayList<>());
+        }
+        List<Integer> order = new ArrayList<>(COUNTS);
+        for (int i = COUNTS.size() - 1; i >= 0; i--) {
+            order.add(COUNTS.get(i));
+        }
+        int phase = 0;
+        for (int n : order) {
+            phase++;
+            String run = "listeners" + phase;
+            String schema = ctx.schema(run, Mode.LONG);
+            ProviderWake.Series s;
+            long read;
+            try (IdleListeners idle = IdleListeners.open(ctx.url(), NotifyChannel.forSchema(schema), n - 1)) {
+                s = ProviderWake.run(ctx, run, WakeProducer.Writer.PROVIDER, jobs, Math.max(2, jobs / 10),
+                        BASE + phase * 100_000L, PeersScenario.MIN_GAP_MS, PeersScenario.MAX_GAP_MS);
+                read = idle.received();
+            }
+            LatencyRecorder one = new LatencyRecorder();
+            for (long v : s.samples()) {
+                one.recordNanos(v);
+                wakes.get(n).recordNanos(v);
+            }
+            double rate = enqueueRate(ctx, run + "e", prof, n - 1);
+            rates.get(n).add(rate);
+            ctx.progress().line("listeners: %d listening: wake p50 %s ms p99 %s ms %s (idle listeners read %d "
+                    + "notifications), enqueue %s items/s", n, Num.text(one.summary().p50Ms()),
+                    Num.text(one.summary().p99Ms()), s.wakeSources(), read, Num.text(rate));
+        }
+        ModeResult one = new ModeResult(Mode.SHORT);
+        ModeResult many = new ModeResult(Mode.LONG);
+        int first = COUNTS.get(0);
+        int last = COUNTS.get(COUNTS.size() - 1);
+        for (int n : COUNTS) {
+            ModeResult r = n == first ? one : many;
+            String key = n == first ? "" : "n" + n + ".";
+            r.latency(key + "wake", wakes.get(n));
+            r.metric(key + "enqueuesPerSecond", Num.median(rates.get(n).stream().mapToDouble(d -> d).toArray()),
+                    "items/s", CLIENTS + " clients enqueuing, " + n + " listening (median of " + rates.get(n).size()
+                            + ")");
+        }
+        LatencySummary base = wakes.get(first).summary();
+        LatencySummary top = wakes.get(last).summary();
+        many.metric("wakeP99Ratio", top.p99Ms() / base.p99Ms(), "×", "wake p99 with " + last + " ÷ with " + first);
+        many.metric("enqueueRatio", many.value("n" + last + ".enqueuesPerSecond") / one.value("enqueuesPerSecond"),
+                "×", "enqueues per second with " + last + " ÷ with " + first);
+        Map<String, Object> settings = new LinkedHashMap<>();
+        settings.put("listening", COUNTS);
+        settings.put("order", order);
+        settings.put("wakeJobs", jobs);
+        settings.put("clients", CLIENTS);
+        return new ScenarioResult(name(), title(), description(jobs), settings, one, many, List.of(
+                "Here the short column is one listening process (the hub's provider alone) and the long column "
+                        + "the larger counts, each figure prefixed with its count (n16., n64.)."),
+                (System.nanoTime() - start) / 1e9);
+    }
+
+    private static double enqueueRate(BenchContext ctx, String run, Profile prof, int idleCount) throws Exception {
+        String schema = ctx.schema(run, Mode.LONG);
+        try (IdleListeners idle = IdleListeners.open(ctx.url(), NotifyChannel.forSchema(schema), idleCount);
+             Hub hub = ctx.hub(run, Mode.LONG, CLIENTS + 2)) {
+            AtomicLong seq = new AtomicLong();
+            AtomicLong done = new AtomicLong();
+            Workers clients = new Workers();
+            try {
+                clients.start("listeners-client", CLIENTS, i -> () -> {
+                    hub.provider().enqueueForWorker(new WorkItem.ActivityExecute("listeners", 1,
+                            seq.incrementAndGet(), "L", "{}"));
+                    done.incrementAndGet();
+                });
+                Window w = Window.measure(ctx, clients, done, prof.throughputWarmup(), prof.notifyPhase(),
+                        "listeners enqueue", "enqueues");
+                clients.stop();
+                return w.perSecond();
+            } finally {
+                clients.stop();
+                clients.join();
+            }
+        }
+    }
+
+    /**
+     * Sessions that LISTEN and read what they are sent, standing in for other processes' listeners: every other one on
+     * {@code channel}, the rest on channels of their own. A reader thread drains them every 100 ms.
+     */
+    static final class IdleListeners implements AutoCloseable {
+        private final List<Connection> connections;
+        private final AtomicBoolean running = new AtomicBoolean(true);
+        private final AtomicLong received = new AtomicLong();
+        private final Thread reader;
+
+        private IdleListeners(List<Connection> connections) {
+            this.connections = connections;
+            this.reader = new Thread(this::read, "listeners-idle-reader");
+            this.reader.setDaemon(true);
+            this.reader.start();
+        }
+
+        static IdleListeners open(String url, String channel, int count) throws SQLException {
+            List<Connection> all = new ArrayList<>();
+            try {
+                for (int i = 0; i < count; i++) {
+                    Connection c = DriverManager.getConnection(url);
+                    all.add(c);
+                    try (Statement st = c.createStatement()) {
+                        st.execute("LISTEN " + NotifyChannel.quoted(i % 2 == 0 ? channel : channel + "_other" + i));
+                    }
+                }
+            } catch (SQLException e) {
+                for (Connection c : all) {
+                    c.close();
+                }
+                throw e;
+            }
+            return new IdleListeners(all);
+        }
+
+        long received() {
+            return received.get();
+        }
+
+        private void read() {
+            while (running.get()) {
+                for (Connection c : connections) {
+                    try {
+                        var n = c.unwrap(PGConnection.class).getNotifications(1);
+                        if (n != null) {
+                            received.addAndGet(n.length);
+                        }
+                    } catch (SQLException e) {
+                        if (running.get()) {
+                            throw new IllegalStateException("an idle listener failed", e);
+                        }
+                        return;
+                    }
+                }
+                if (!Pause.sleep(100)) {
+                    return;
+                }
+            }
+        }
+
+        @Override
+        public void close() throws SQLException {
+            running.set(false);
+            reader.interrupt();
+            try {
+                reader.join(Duration.ofSeconds(10).toMillis());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            for (Connection c : connections) {
+                c.close();
+            }
+        }
+    }
+}
