@@ -84,27 +84,44 @@ final class TransactionPoolerCheck {
                     return Optional.of(shared(first));
                 }
                 for (int round = 0; round < ROUNDS; round++) {
-                    // b's open transaction keeps its server session from a, whatever order the pooler hands them out in
-                    b.setAutoCommit(false);
-                    try {
-                        String other = session(b);
-                        if (other.equals(first)) {
-                            return Optional.of(shared(first));
-                        }
-                        if (!other.equals(firstOfB)) {
-                            return Optional.of(moved(firstOfB, other));
-                        }
-                        String now = session(a);
-                        if (!now.equals(first)) {
-                            return Optional.of(moved(first, now));
-                        }
-                    } finally {
-                        b.rollback();
-                        b.setAutoCommit(true);
+                    // The open transaction keeps its server session from the other connection, whatever order the
+                    // pooler hands sessions out in. Which connection holds it alternates: a pooler that hands out the
+                    // most recently released session would otherwise give each connection its own session back in
+                    // every round once they started on different ones.
+                    boolean bHolds = round % 2 == 0;
+                    Optional<String> found = bHolds ? round(b, firstOfB, a, first) : round(a, first, b, firstOfB);
+                    if (found.isPresent()) {
+                        return found;
                     }
                 }
                 return Optional.empty();
             }
+        }
+    }
+
+    /**
+     * One round: {@code holder} runs a statement inside a transaction it keeps open while {@code other} runs one; the
+     * evidence, if either was served by a session other than its first or both by the same one.
+     */
+    private static Optional<String> round(Connection holder, String holderFirst, Connection other, String otherFirst)
+            throws SQLException {
+        holder.setAutoCommit(false);
+        try {
+            String held = session(holder);
+            if (held.equals(otherFirst)) {
+                return Optional.of(shared(held));
+            }
+            if (!held.equals(holderFirst)) {
+                return Optional.of(moved(holderFirst, held));
+            }
+            String now = session(other);
+            if (!now.equals(otherFirst)) {
+                return Optional.of(moved(otherFirst, now));
+            }
+            return Optional.empty();
+        } finally {
+            holder.rollback();
+            holder.setAutoCommit(true);
         }
     }
 
