@@ -25,8 +25,8 @@ import org.postgresql.ds.PGSimpleDataSource;
  * notifying commit of every database therefore waits for the one before it. {@value #SQL_WRITERS} plain-SQL writers
  * (the SQL API's {@code enqueue_activity}, one connection each, autocommit) and {@value #PROVIDERS} providers (one
  * {@code enqueueForWorker} thread each, long polling off) write as fast as they can on one schema whose long-polling
- * provider listens throughout, in two arms: the schema activated (the triggers notify for every SQL write, the providers
- * announce theirs) and deactivated (nothing notifies). Arms run in mirrored order per round; {@code
+ * provider listens throughout, in two arms: the schema activated (the triggers notify for every SQL write, the
+ * providers announce theirs) and deactivated (nothing notifies). Arms run in mirrored order per round; {@code
  * synchronous_commit} is the server's (reported).
  */
 final class NotifyLockScenario implements Scenario {

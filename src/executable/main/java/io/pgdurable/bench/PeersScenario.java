@@ -175,8 +175,8 @@ final class PeersScenario implements Scenario {
                 + "(the SQL API's enqueue_activity on its own JDBC connection; graphile-worker's addJob is its SQL "
                 + "function too). Latency = consumer start (fetch returned / task function entered) − enqueue call "
                 + "returned (after its commit), on the machine's monotonic clock (System.nanoTime in both JVMs, "
-                + "process.hrtime in Node, whose producer and consumers share its process). Statements per job count the whole database during the timed drain (the counter's "
-                + "source is above). graphile-worker logs only warnings (NO_LOG_SUCCESS).";
+                + "process.hrtime in Node, whose producer and consumers share its process). Statements per job count "
+                + "the whole database during the timed drain (the counter's source is above). graphile-worker logs only warnings (NO_LOG_SUCCESS).";
     }
 
     /** One repetition's figures of one arm. */

@@ -59,8 +59,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--scenarios", split = ",", paramLabel = "NAME",
             description = "Only these scenarios (comma-separated): idle, wake, timer, lease, wakes-per-item, "
                     + "burst-quiet, throughput, drain, fanout, notify-overhead, notify-lock, sql-wake, sidecar, "
-                    + "metrics-overhead, peers, listeners. Default: all. peers runs graphile-worker beside pgdurable and needs Node.js or the npm "
-                    + "registry.")
+                    + "metrics-overhead, peers, listeners. Default: all. peers runs graphile-worker beside pgdurable "
+                    + "and needs Node.js or the npm registry.")
     List<String> scenarios;
 
     @Option(names = {"-v", "--verbose"}, description = "Show the libraries' log output on stderr.")

@@ -376,7 +376,7 @@ public final class PostgresProviderConfig {
          * Whether worker items are handed over between processes (default true; both sides need it; see
          * docs/long-polling.md, "Settings that choose an algorithm" and "Hand-over across processes"). A
          * long-polling provider keeps a row saying how many of its {@code fetchWorkItem} calls are parked for
-         * untagged items without a session (written when that number changes and has rested for a millisecond), and
+         * untagged items without a session (written when that number rose, or fell for a second), and
          * its listener's session holds an advisory lock that tells others it still hears them. A provider's
          * {@code enqueueForWorker} of such an item, when none of its own parked fetches takes it, leases it in the
          * enqueue's transaction to a parked fetch of another such process and sends it in the NOTIFY (items under

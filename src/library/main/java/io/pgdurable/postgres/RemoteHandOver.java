@@ -29,13 +29,20 @@ import org.slf4j.LoggerFactory;
  * {@code pgdurable-takers-<schema>}, holds the items delivered for their fetches' lock times at once (the enqueue
  * leased each for {@link OfferedWrites#OFFERED_LEASE_MS} only, so that an item nobody heard is soon claimable again),
  * writes the account once a change settled ({@link #SETTLE_NANOS}: a fetch that returns and parks again changes
- * nothing) and only when it differs from what the row says, and sends the releases. An idle provider whose fetches
- * stay parked therefore writes nothing.
+ * nothing; a fall below the row's count rests {@link #FALL_SETTLE_NANOS}) and only when it differs from what the row
+ * says, and sends the releases. An idle provider whose fetches stay parked therefore writes nothing.
  */
 final class RemoteHandOver implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteHandOver.class);
     /** How long a change of the parked fetches must rest before it is written. */
     static final long SETTLE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /**
+     * How long a fall of the count below what the row says must rest before it is written. A row that says too few
+     * sends another process's item the claim path, so a rise is written at once; a row that says too many costs only a
+     * give-back when another process's item arrives meanwhile. A busy process whose fetches come and go therefore
+     * writes almost nothing: its row settles at what its parked fetches usually are.
+     */
+    static final long FALL_SETTLE_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
     /** A failed hold is retried this soon: the items' short leases are running. */
     private static final long HOLD_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
@@ -201,8 +208,13 @@ final class RemoteHandOver implements AutoCloseable {
             for (String token : toRelease) {
                 leases.releaseRefusedHandOver(token);
             }
-            if (recount && settle() && !writeAccount()) {
-                pause(RETRY_NANOS);
+            if (recount && settle()) {
+                Account now = count();
+                if (fallen(now) && !restedFor(FALL_SETTLE_NANOS)) {
+                    takersChanged(); // counted again once it rests, or when it changes
+                } else if (!writeAccount(now)) {
+                    pause(RETRY_NANOS);
+                }
             }
         }
     }
@@ -270,8 +282,41 @@ final class RemoteHandOver implements AutoCloseable {
     }
 
     /** Writes the account if it differs from the row's; false when the write failed (it is retried). */
-    private boolean writeAccount() {
-        Account now = count();
+    /**
+     * Whether {@code now} says fewer takers than the row, on the same liveness key: none at all, or fewer with the same
+     * lock time.
+     */
+    private boolean fallen(Account now) {
+        lock.lock();
+        try {
+            return written != null && now.livenessKey() == written.livenessKey() && now.waiting() < written.waiting()
+                    && (now.waiting() == 0 || now.lockMs() == written.lockMs());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Waits {@code nanos} for the takers to stay as they are; false when they changed, the thread has items to hold
+     * or release meanwhile, or it is closing.
+     */
+    private boolean restedFor(long nanos) {
+        lock.lock();
+        try {
+            long wait = nanos;
+            while (!closed && !dirty && releases.isEmpty() && holds.isEmpty() && wait > 0) {
+                wait = changed.awaitNanos(wait);
+            }
+            return wait <= 0 && !dirty && !closed;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean writeAccount(Account now) {
         lock.lock();
         try {
             if (now.equals(written) || written == null && now.waiting() == 0) {

@@ -15,6 +15,11 @@ public final class ProviderInternals {
         return poller;
     }
 
+    /** How long a fall of a provider's parked takers must rest before its row of takers says so, in milliseconds. */
+    public static long takersFallSettleMillis() {
+        return java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(RemoteHandOver.FALL_SETTLE_NANOS);
+    }
+
     /** How long an enqueue leases an item it hands to a parked fetch of another process, in milliseconds. */
     public static long offeredLeaseMillis() {
         return OfferedWrites.OFFERED_LEASE_MS;

@@ -114,6 +114,28 @@ class HandOverAcrossProcessesTest {
     }
 
     @Test
+    void a_rise_of_the_parked_takers_is_written_at_once_and_a_fall_once_it_rested() throws Exception {
+        try (LongPollHarness h = open("hoxfall", b -> b.handOverAcrossProcesses(true))) {
+            long parked = System.nanoTime();
+            BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", Duration.ofMillis(400));
+            h.signals.await(() -> h.signals.lastTakersRegistered() == 1, SETTLED, "one parked taker written");
+            long risen = System.nanoTime();
+            assertTrue(w.get(GET).isEmpty(), "timed out");
+            long ended = System.nanoTime();
+            h.signals.await(() -> h.signals.lastTakersRegistered() == 0, SETTLED, "no parked taker written");
+            long fallen = System.nanoTime();
+            long settle = ProviderInternals.takersFallSettleMillis();
+            assertTrue(TimeUnit.NANOSECONDS.toMillis(risen - parked) < settle,
+                    "the rise was written before a fall would be: " + TimeUnit.NANOSECONDS.toMillis(risen - parked)
+                            + " ms");
+            long fallMs = TimeUnit.NANOSECONDS.toMillis(fallen - ended);
+            assertTrue(fallMs >= settle - 50 && fallMs <= settle + 3_000,
+                    "the fall was written once it had rested " + settle + " ms: after " + fallMs + " ms");
+            assertEquals(List.of(1, 0), h.signals.takersRegistered(), "one write each way");
+        }
+    }
+
+    @Test
     void a_taker_that_stopped_waiting_gives_the_item_back_with_its_attempt_uncounted() throws Exception {
         try (LongPollHarness h = open("hoxback", b -> b.handOverAcrossProcesses(true));
              PostgresProvider other = enqueuer(h, true)) {

@@ -356,8 +356,8 @@ class NotifyTriggersTest {
     private static String runHaltingWriter(String schema, String instance, boolean handOver) throws Exception {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         Process process = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-                System.getProperty("java.class.path"), HaltingWriter.class.getName(), TestDatabase.url(), schema, instance,
-                String.valueOf(handOver))
+                System.getProperty("java.class.path"), HaltingWriter.class.getName(), TestDatabase.url(), schema,
+                instance, String.valueOf(handOver))
                 .redirectErrorStream(true)
                 .start();
         process.getOutputStream().close();
