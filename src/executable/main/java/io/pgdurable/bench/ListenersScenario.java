@@ -1,6 +1,7 @@
 package io.pgdurable.bench;
 
-import io.pgdurable.internal.longpoll.NotifyChannel;
+import io.pgdurable.longpoll.ChannelListener;
+import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.spi.WorkItem;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -70,7 +71,7 @@ final class ListenersScenario implements Scenario {
             String schema = ctx.schema(run, Mode.LONG);
             ProviderWake.Series s;
             long read;
-            try (IdleListeners idle = IdleListeners.open(ctx.url(), NotifyChannel.forSchema(schema), n - 1)) {
+            try (IdleListeners idle = IdleListeners.open(ctx.url(), hubChannel(schema), n - 1)) {
                 s = ProviderWake.run(ctx, run, WakeProducer.Writer.PROVIDER, jobs, Math.max(2, jobs / 10),
                         BASE + phase * 100_000L, PeersScenario.MIN_GAP_MS, PeersScenario.MAX_GAP_MS);
                 read = idle.received();
@@ -114,9 +115,14 @@ final class ListenersScenario implements Scenario {
                 (System.nanoTime() - start) / 1e9);
     }
 
+    /** The channel a provider of {@code schema} listens on. */
+    private static String hubChannel(String schema) {
+        return ChannelListener.channelName("pgdurable_", schema);
+    }
+
     private static double enqueueRate(BenchContext ctx, String run, Profile prof, int idleCount) throws Exception {
         String schema = ctx.schema(run, Mode.LONG);
-        try (IdleListeners idle = IdleListeners.open(ctx.url(), NotifyChannel.forSchema(schema), idleCount);
+        try (IdleListeners idle = IdleListeners.open(ctx.url(), hubChannel(schema), idleCount);
              Hub hub = ctx.hub(run, Mode.LONG, CLIENTS + 2)) {
             AtomicLong seq = new AtomicLong();
             AtomicLong done = new AtomicLong();
@@ -162,7 +168,7 @@ final class ListenersScenario implements Scenario {
                     Connection c = DriverManager.getConnection(url);
                     all.add(c);
                     try (Statement st = c.createStatement()) {
-                        st.execute("LISTEN " + NotifyChannel.quoted(i % 2 == 0 ? channel : channel + "_other" + i));
+                        st.execute("LISTEN " + Identifiers.quote(i % 2 == 0 ? channel : channel + "_other" + i));
                     }
                 }
             } catch (SQLException e) {
