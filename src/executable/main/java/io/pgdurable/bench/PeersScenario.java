@@ -22,7 +22,10 @@ final class PeersScenario implements Scenario {
     /** Sporadic writers: a job every 0.2-1.2 s, so every process and connection on the way sits idle in between. */
     static final int SPORADIC_MIN_GAP_MS = 200;
     static final int SPORADIC_MAX_GAP_MS = 1_200;
-    private static final int SPORADIC_WARM_UP = 2;
+    /** Unrecorded sporadic wakes before each sporadic series. */
+    static int sporadicWarmUp(Counts c) {
+        return c.sporadicJobs() < 10 ? 1 : 2;
+    }
     private static final Duration DRAIN_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration QUICK_CALL = Duration.ofMinutes(1);
     /** Job numbers of one repetition's parts start here times the repetition, as in the drain scenario. */
@@ -47,7 +50,7 @@ final class PeersScenario implements Scenario {
         static Counts of(Profile p) {
             return new Counts(Integer.getInteger("pgdurable.bench.peers.drainItems", p.quick() ? 600 : 20_000),
                     Integer.getInteger("pgdurable.bench.peers.wakeJobs", p.quick() ? 30 : 500),
-                    Integer.getInteger("pgdurable.bench.peers.sporadicJobs", p.quick() ? 3 : 30),
+                    Integer.getInteger("pgdurable.bench.peers.sporadicJobs", p.quick() ? 2 : 30),
                     Integer.getInteger("pgdurable.bench.peers.reps", p.quick() ? 2 : 4));
         }
 
@@ -102,7 +105,7 @@ final class PeersScenario implements Scenario {
         }
 
         int warmUp(Counts c) {
-            return sporadic() ? SPORADIC_WARM_UP : c.wakeWarmUp();
+            return sporadic() ? sporadicWarmUp(c) : c.wakeWarmUp();
         }
 
         long offset() {
@@ -170,7 +173,7 @@ final class PeersScenario implements Scenario {
                 + "another JVM enqueues, " + CONSUMERS + " long-poll fetches are parked; graphile-worker: addJob "
                 + "from worker utils on a pool of its own, a runner of concurrency " + CONSUMERS + " waits. "
                 + "**wakeSporadic**: the same with " + c.sporadicJobs() + " jobs per repetition (after "
-                + SPORADIC_WARM_UP + " unrecorded) " + SPORADIC_MIN_GAP_MS + "-" + SPORADIC_MAX_GAP_MS + " ms apart; "
+                + sporadicWarmUp(c) + " unrecorded) " + SPORADIC_MIN_GAP_MS + "-" + SPORADIC_MAX_GAP_MS + " ms apart; "
                 + "**wakeSporadicSql**: pgdurable's sporadic series written by a plain-SQL writer in that other JVM "
                 + "(the SQL API's enqueue_activity on its own JDBC connection; graphile-worker's addJob is its SQL "
                 + "function too). Latency = consumer start (fetch returned / task function entered) − enqueue call "
