@@ -42,7 +42,8 @@ class HandOverAcrossProcessesTest {
 
     @Test
     void an_item_enqueued_by_another_provider_reaches_the_parked_fetch_already_leased() throws Exception {
-        try (LongPollHarness h = open("hoxenq", b -> b.handOverAcrossProcesses(true));
+        try (LongPollHarness h = open("hoxenq", b -> b.handOverAcrossProcesses(true)
+                .fallbackPollInterval(Duration.ofSeconds(30)));
              PostgresProvider other = enqueuer(h, true)) {
             BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
             h.signals.await(() -> h.signals.lastTakersRegistered() == 1, SETTLED, "one parked taker written");

@@ -51,7 +51,7 @@ class HandOverTest {
 
     @Test
     void a_parked_fetch_gets_an_enqueued_item_already_leased_to_it() throws Exception {
-        try (LongPollHarness h = open("hoenq")) {
+        try (LongPollHarness h = open("hoenq", b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
             PostgresProvider p = h.provider;
             BackgroundFetch<FetchedWorkItem> w = h.parkWorker("worker", POLL);
             int wakes = (int) h.signals.wakes();
@@ -76,7 +76,7 @@ class HandOverTest {
 
     @Test
     void the_activities_a_turn_schedules_go_to_parked_fetches_and_the_rest_is_claimed_once() throws Exception {
-        try (LongPollHarness h = open("hoturn")) {
+        try (LongPollHarness h = open("hoturn", b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
             PostgresProvider p = h.provider;
             h.startInstance("ho-turn");
             p.enqueueForOrchestrator(LongPollHarness.event("ho-turn", "go"), null);
@@ -206,7 +206,7 @@ class HandOverTest {
 
     @Test
     void a_parked_orchestrator_fetch_gets_a_started_instance_already_claimed_for_it() throws Exception {
-        try (LongPollHarness h = open("hoorch")) {
+        try (LongPollHarness h = open("hoorch", b -> b.fallbackPollInterval(Duration.ofSeconds(30)))) {
             PostgresProvider p = h.provider;
             BackgroundFetch<FetchedOrchestration> o = h.parkOrchestrator("orchestrator", POLL);
             int wakes = (int) h.signals.wakes();
