@@ -105,6 +105,10 @@ public final class Bench {
             progress.line("counting %s on the server with %s%s", counter.source().unit(), counter.source().view(),
                     counter.fallbackReason() == null ? "" : " (" + counter.fallbackReason() + ")");
             BenchContext ctx = new BenchContext(url, profile, progress, counter, runId);
+            counterInfo.put("unitCosts", ctx.costs().describe());
+            if (ctx.costs().unavailable() != null) {
+                progress.line("note: the server's CPU per unit is not measured: %s", ctx.costs().unavailable());
+            }
             try {
                 for (String name : selected) {
                     Scenario s = scenario(name);

@@ -23,6 +23,7 @@ final class BenchContext {
     private final String runId;
     private final Set<String> schemas = new LinkedHashSet<>();
     private WaitEventSampler waits;
+    private UnitCosts costs;
 
     BenchContext(String url, Profile profile, Progress progress, ServerStatementCounter counter, String runId) {
         this.url = url;
@@ -46,6 +47,14 @@ final class BenchContext {
 
     ServerStatementCounter counter() {
         return counter;
+    }
+
+    /** What measurement windows read their costs from (located on first use). */
+    synchronized UnitCosts costs() {
+        if (costs == null) {
+            costs = UnitCosts.locate(counter);
+        }
+        return costs;
     }
 
     /** The wait-event sampler measurement windows share (one connection, opened on first use). */

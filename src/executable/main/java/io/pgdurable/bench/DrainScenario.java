@@ -8,8 +8,6 @@ import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkAck;
 import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
-import com.sun.management.OperatingSystemMXBean;
-import java.lang.management.ManagementFactory;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -114,8 +112,17 @@ final class DrainScenario extends PairedScenario {
         return m;
     }
 
-    /** One timed drain: its seconds, the server's statements and execution time, and this JVM's CPU time. */
-    record Run(double seconds, long statements, double serverMs, double cpuMs) {}
+    /**
+     * One timed drain: its seconds, the server's statements and execution time, this JVM's CPU time, the server's
+     * CPU time (every process of the cluster; NaN where it cannot be read) and the WAL written.
+     */
+    record Run(double seconds, long statements, double serverMs, double cpuMs, double serverCpuMs, double walBytes) {
+        static Run between(double seconds, Server before, Server after) {
+            UnitCosts.Spent spent = UnitCosts.between(before.costs, after.costs);
+            return new Run(seconds, after.statements - before.statements, after.execMs - before.execMs,
+                    spent.clientCpuMillis(), spent.serverCpuMillis(), spent.walBytes());
+        }
+    }
 
     @Override
     ModeResult runMode(Mode mode, BenchContext ctx) throws Exception {
@@ -153,6 +160,10 @@ final class DrainScenario extends PairedScenario {
             }
             r.metric(a.key + ".clientCpuMsPerJob", Num.median(rs.stream().mapToDouble(x -> x.cpuMs / items).toArray()),
                     "ms/job", "client (this JVM) CPU time per job");
+            r.metric(a.key + ".serverCpuMsPerJob", Num.median(rs.stream().mapToDouble(x -> x.serverCpuMs / items)
+                    .toArray()), "ms/job", "server CPU time per job (every process of the cluster)");
+            r.metric(a.key + ".walBytesPerJob", Num.median(rs.stream().mapToDouble(x -> x.walBytes / items)
+                    .toArray()), "bytes/job", "WAL bytes per job");
             r.detail(a.key + ".rounds", Arrays.stream(perSecond).mapToObj(Num::round).toList());
         }
         r.metric("single.ratioToFloor", rate.get(Arm.SINGLE) / rate.get(Arm.RAW_SINGLE), "× floor",
@@ -210,8 +221,7 @@ final class DrainScenario extends PairedScenario {
                 }
             }
             Server after = Server.read(ctx);
-            run = new Run((counted.lastAckNanos().get() - t0) / 1e9, after.statements - before.statements,
-                    after.execMs - before.execMs, (after.cpuNanos - before.cpuNanos) / 1e6);
+            run = Run.between((counted.lastAckNanos().get() - t0) / 1e9, before, after);
         } finally {
             consumers.shutdown();
             body.close();
@@ -452,8 +462,7 @@ final class DrainScenario extends PairedScenario {
             long t0 = System.nanoTime();
             long end = Math.max(t0, rawPass(clients, connections, claim, warm + 1, items));
             Server after = Server.read(ctx);
-            return new Run((end - t0) / 1e9, after.statements - before.statements, after.execMs - before.execMs,
-                    (after.cpuNanos - before.cpuNanos) / 1e6);
+            return Run.between((end - t0) / 1e9, before, after);
         } finally {
             clients.shutdownNow();
             for (Connection c : connections) {
@@ -512,11 +521,10 @@ final class DrainScenario extends PairedScenario {
     }
 
     /** The server's counters and this process's CPU time at one moment. */
-    private record Server(long statements, double execMs, long cpuNanos) {
+    /** One end of a timed drain. */
+    record Server(long statements, double execMs, UnitCosts.Reading costs) {
         static Server read(BenchContext ctx) {
-            long cpu = ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os
-                    ? os.getProcessCpuTime() : -1;
-            return new Server(ctx.counter().total(), ctx.counter().execMillis(), cpu);
+            return new Server(ctx.counter().total(), ctx.counter().execMillis(), ctx.costs().read());
         }
     }
 }

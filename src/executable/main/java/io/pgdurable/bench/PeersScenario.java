@@ -183,7 +183,9 @@ final class PeersScenario implements Scenario {
     }
 
     /** One repetition's figures of one arm. */
-    private record Drained(double jobsPerSecond, double statementsPerJob) {}
+    /** One timed drain of either arm, per job where the name says so; costs are the whole cluster's. */
+    private record Drained(double jobsPerSecond, double statementsPerJob, double serverCpuMsPerJob,
+                           double walBytesPerJob) {}
 
     @Override
     public ScenarioResult run(BenchContext ctx) throws Exception {
@@ -284,6 +286,12 @@ final class PeersScenario implements Scenario {
                         Num.median(ds.stream().mapToDouble(Drained::statementsPerJob).toArray()),
                         ctx.counter().source().unit() + "/job", part.key + ": server " + ctx.counter().source()
                                 .unit() + " per job in the timed drain, whole database");
+                r.metric(part.key + ".serverCpuMsPerJob",
+                        Num.median(ds.stream().mapToDouble(Drained::serverCpuMsPerJob).toArray()), "ms/job",
+                        part.key + ": server CPU per job in the timed drain, every process of the cluster");
+                r.metric(part.key + ".walBytesPerJob",
+                        Num.median(ds.stream().mapToDouble(Drained::walBytesPerJob).toArray()), "bytes/job",
+                        part.key + ": WAL bytes per job in the timed drain");
                 r.detail(part.key + ".reps", ds.stream().map(d -> Num.round(d.jobsPerSecond())).toList());
             }
             List<Drained> pd = drains.get(part).get(Arm.PGDURABLE);
@@ -333,7 +341,9 @@ final class PeersScenario implements Scenario {
     private static Drained pgdurableDrain(BenchContext ctx, String run, Part part, Counts c, int rep)
             throws Exception {
         DrainScenario.Run drained = DrainScenario.drain(ctx, run, Mode.LONG, part.pgdurable, c.drainItems(), rep);
-        return new Drained(c.drainItems() / drained.seconds(), (double) drained.statements() / c.drainItems());
+        int n = c.drainItems();
+        return new Drained(n / drained.seconds(), (double) drained.statements() / n, drained.serverCpuMs() / n,
+                drained.walBytes() / n);
     }
 
     /**
@@ -348,9 +358,9 @@ final class PeersScenario implements Scenario {
         exactlyOnce(graphile.drain(base + WARM_UP_OFFSET, warmUp, part.graphileBatched, DRAIN_TIMEOUT), warmUp,
                 part, "warm-up");
         graphile.fill(base, c.drainItems(), DRAIN_TIMEOUT);
-        long before = ctx.counter().total();
+        DrainScenario.Server before = DrainScenario.Server.read(ctx);
         GraphileWorkerPeer.Drain d = graphile.drain(base, c.drainItems(), part.graphileBatched, DRAIN_TIMEOUT);
-        long statements = ctx.counter().total() - before;
+        DrainScenario.Run spent = DrainScenario.Run.between(d.seconds(), before, DrainScenario.Server.read(ctx));
         exactlyOnce(d, c.drainItems(), part, "drain");
         long left = graphile.left(QUICK_CALL);
         if (left > 0) {
@@ -358,7 +368,9 @@ final class PeersScenario implements Scenario {
                     + " job(s) left after the drain");
         }
         startupMillis.add(Num.round(d.startupMillis()));
-        return new Drained(c.drainItems() / d.seconds(), (double) statements / c.drainItems());
+        int n = c.drainItems();
+        return new Drained(n / d.seconds(), (double) spent.statements() / n, spent.serverCpuMs() / n,
+                spent.walBytes() / n);
     }
 
     /**

@@ -13,9 +13,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * @param transactions server transactions inside the window (pg_stat_database; -1 when that is the counter anyway)
  * @param top        the statements the server ran most inside the window (pg_stat_statements only)
  * @param waits      what the provider's active backends waited on, sampled through the window
+ * @param spent      what the window cost: server and client CPU, WAL, client write calls
  */
 record Window(long units, double seconds, long statements, long transactions,
-              java.util.List<java.util.Map<String, Object>> top, java.util.Map<String, Object> waits) {
+              java.util.List<java.util.Map<String, Object>> top, java.util.Map<String, Object> waits,
+              UnitCosts.Spent spent) {
 
     double perSecond() {
         return units / seconds;
@@ -32,7 +34,9 @@ record Window(long units, double seconds, long statements, long transactions,
 
     /**
      * Records what the server executed per unit: {@code <prefix>statementsPer<Unit>} and, beside
-     * pg_stat_statements, {@code <prefix>transactionsPer<Unit>}.
+     * pg_stat_statements, {@code <prefix>transactionsPer<Unit>}; then what one unit cost:
+     * {@code <prefix>serverCpuMsPer<Unit>}, {@code clientCpuMsPer<Unit>}, {@code walBytesPer<Unit>} and
+     * {@code roundTripsPer<Unit>} (NaN where this machine cannot measure them).
      */
     void perUnit(ModeResult r, BenchContext ctx, String prefix, String unit) {
         String name = Character.toUpperCase(unit.charAt(0)) + unit.substring(1);
@@ -43,6 +47,18 @@ record Window(long units, double seconds, long statements, long transactions,
             r.metric(prefix + "transactionsPer" + name, transactionsPer(), "transactions/" + unit,
                     "server transactions per " + unit + " (pg_stat_database)");
         }
+        r.metric(prefix + "serverCpuMsPer" + name, per(spent.serverCpuMillis()), "ms/" + unit,
+                "server CPU per " + unit + " (every process of the cluster)");
+        r.metric(prefix + "clientCpuMsPer" + name, per(spent.clientCpuMillis()), "ms/" + unit,
+                "client CPU per " + unit + " (the bench's JVM: provider and dispatchers)");
+        r.metric(prefix + "walBytesPer" + name, per(spent.walBytes()), "bytes/" + unit,
+                "WAL bytes per " + unit);
+        r.metric(prefix + "roundTripsPer" + name, per(spent.clientWrites()), "round trips/" + unit,
+                "round trips per " + unit + " (the client's write calls)");
+    }
+
+    private double per(double total) {
+        return units == 0 ? Double.NaN : total / units;
     }
 
     static Window measure(BenchContext ctx, Workers workers, AtomicLong done, Duration warmup, Duration window,
@@ -63,6 +79,7 @@ record Window(long units, double seconds, long statements, long transactions,
         java.util.Map<String, Long> byStatement0 = ctx.counter().byStatement();
         WaitEventSampler sampler = ctx.waits();
         sampler.start();
+        UnitCosts.Reading c0 = ctx.costs().read();
         boolean both = ctx.counter().source() == ServerStatementCounter.Source.PG_STAT_STATEMENTS;
         long x0 = both ? ctx.counter().transactions() : 0;
         long s0 = ctx.counter().total();
@@ -88,6 +105,7 @@ record Window(long units, double seconds, long statements, long transactions,
         }
         long[] d1 = snapshot(done);
         double seconds = (System.nanoTime() - t0) / 1e9;
+        UnitCosts.Reading c1 = ctx.costs().read();
         long s1 = ctx.counter().total();
         long x1 = both ? ctx.counter().transactions() : -1;
         java.util.Map<String, Object> waits = sampler.stop();
@@ -95,7 +113,8 @@ record Window(long units, double seconds, long statements, long transactions,
                 ServerStatementCounter.top(byStatement0, ctx.counter().byStatement(), 8);
         java.util.List<Window> out = new java.util.ArrayList<>();
         for (int i = 0; i < done.size(); i++) {
-            out.add(new Window(d1[i] - d0[i], seconds, s1 - s0, both ? x1 - x0 : -1, top, waits));
+            out.add(new Window(d1[i] - d0[i], seconds, s1 - s0, both ? x1 - x0 : -1, top, waits,
+                    UnitCosts.between(c0, c1)));
         }
         return out;
     }
