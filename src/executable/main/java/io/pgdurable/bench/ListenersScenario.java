@@ -1,12 +1,8 @@
 package io.pgdurable.bench;
 
 import io.pgdurable.longpoll.ChannelListener;
-import io.pgdurable.postgres.Identifiers;
 import io.pgdurable.spi.WorkItem;
-import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -14,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.postgresql.PGConnection;
 
 /**
  * How the database's listeners weigh on pgdurable: PostgreSQL signals every listening backend of a database for every
@@ -41,12 +36,13 @@ final class ListenersScenario implements Scenario {
 
     private static String description(int wakeJobs) {
         return "For " + COUNTS + " listening processes on the database: the hub's long-polling provider plus idle "
-                + "sessions that LISTEN (half on the hub's channel, half on channels of their own) and read what "
-                + "arrives every 100 ms, as other processes' listeners would. Per count, on a fresh schema: wake = "
+                + "sessions that LISTEN (half on the hub's channel with its listener lock, as another long-polling "
+                + "process of the hub would, half on channels of their own) and read what arrives. Per count, on a "
+                + "fresh schema: wake = "
                 + wakeJobs + " jobs written one at a time 5-25 ms apart by a provider with default settings in "
                 + "another JVM, " + ProviderWake.CONSUMERS + " fetches parked (as the peers scenario's wake); "
                 + "enqueue = " + CLIENTS + " clients of the long-polling provider enqueueing flat out, each enqueue "
-                + "announced (NOTIFY) to every listener. Counts run in the order above and then back.";
+                + "announced (NOTIFY) to the other listeners of the hub. Counts run in the order above and then back.";
     }
 
     @Override
@@ -141,78 +137,58 @@ final class ListenersScenario implements Scenario {
     }
 
     /**
-     * Sessions that LISTEN and read what they are sent, standing in for other processes' listeners: every other one on
-     * {@code channel}, the rest on channels of their own. A reader thread drains them every 100 ms.
+     * Listening sessions standing in for other processes' listeners: every other one on {@code channel}, as another
+     * long-polling process of the hub would listen (with its listener lock, so the hub's providers announce to it),
+     * the rest on channels of their own. Each is a {@link ChannelListener}: a connection of its own that reads what
+     * it is sent as it arrives.
      */
     static final class IdleListeners implements AutoCloseable {
-        private final List<Connection> connections;
-        private final AtomicBoolean running = new AtomicBoolean(true);
-        private final AtomicLong received = new AtomicLong();
-        private final Thread reader;
+        private static final Duration CONNECT = Duration.ofSeconds(60);
+        private final List<ChannelListener> listeners;
+        private final AtomicLong received;
 
-        private IdleListeners(List<Connection> connections) {
-            this.connections = connections;
-            this.reader = new Thread(this::read, "listeners-idle-reader");
-            this.reader.setDaemon(true);
-            this.reader.start();
+        private IdleListeners(List<ChannelListener> listeners, AtomicLong received) {
+            this.listeners = listeners;
+            this.received = received;
         }
 
         static IdleListeners open(String url, String channel, int count) throws SQLException {
-            List<Connection> all = new ArrayList<>();
+            AtomicLong received = new AtomicLong();
+            java.util.concurrent.CountDownLatch connected = new java.util.concurrent.CountDownLatch(count);
+            List<ChannelListener> all = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                AtomicBoolean first = new AtomicBoolean(true);
+                all.add(ChannelListener.start(url, i % 2 == 0 ? channel : channel + "_other" + i,
+                        Duration.ofSeconds(30), payload -> received.incrementAndGet(), () -> {
+                            if (first.getAndSet(false)) {
+                                connected.countDown();
+                            }
+                        }));
+            }
+            IdleListeners idle = new IdleListeners(all, received);
             try {
-                for (int i = 0; i < count; i++) {
-                    Connection c = DriverManager.getConnection(url);
-                    all.add(c);
-                    try (Statement st = c.createStatement()) {
-                        st.execute("LISTEN " + Identifiers.quote(i % 2 == 0 ? channel : channel + "_other" + i));
-                    }
+                if (!connected.await(CONNECT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                    throw new SQLException(connected.getCount() + " of " + count + " idle listeners did not "
+                            + "LISTEN within " + CONNECT.toSeconds() + " s");
                 }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                idle.close();
+                throw new SQLException("interrupted while the idle listeners connected", e);
             } catch (SQLException e) {
-                for (Connection c : all) {
-                    c.close();
-                }
+                idle.close();
                 throw e;
             }
-            return new IdleListeners(all);
+            return idle;
         }
 
         long received() {
             return received.get();
         }
 
-        private void read() {
-            while (running.get()) {
-                for (Connection c : connections) {
-                    try {
-                        var n = c.unwrap(PGConnection.class).getNotifications(1);
-                        if (n != null) {
-                            received.addAndGet(n.length);
-                        }
-                    } catch (SQLException e) {
-                        if (running.get()) {
-                            throw new IllegalStateException("an idle listener failed", e);
-                        }
-                        return;
-                    }
-                }
-                if (!Pause.sleep(100)) {
-                    return;
-                }
-            }
-        }
-
         @Override
-        public void close() throws SQLException {
-            running.set(false);
-            reader.interrupt();
-            try {
-                reader.join(Duration.ofSeconds(10).toMillis());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            for (Connection c : connections) {
-                c.close();
-            }
+        public void close() {
+            listeners.forEach(ChannelListener::close);
         }
     }
 }

@@ -66,6 +66,12 @@ public interface LongPollSignals {
     /** {@code hints} hints were queued for the announcer's thread to send to other processes. */
     default void announcementsQueued(int hints) {}
 
+    /**
+     * {@code payloads} announcements were not sent: no other process listened on the channel (docs/long-polling.md,
+     * "Announcing only to listeners").
+     */
+    default void announcementsUnheard(int payloads) {}
+
     /** A notifying transaction of {@code payloads} announcements failed; the same batch is retried after a backoff. */
     default void announceFailed(int payloads) {}
 

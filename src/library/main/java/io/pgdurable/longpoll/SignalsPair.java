@@ -103,6 +103,12 @@ final class SignalsPair implements LongPollSignals {
     }
 
     @Override
+    public void announcementsUnheard(int payloads) {
+        first.announcementsUnheard(payloads);
+        second.announcementsUnheard(payloads);
+    }
+
+    @Override
     public void announceFailed(int payloads) {
         first.announceFailed(payloads);
         second.announceFailed(payloads);

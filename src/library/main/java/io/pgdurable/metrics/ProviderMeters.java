@@ -56,6 +56,7 @@ final class ProviderMeters implements ProviderMetrics.Observer {
     private final Counter announcedInline;
     private final Counter announcementsQueued;
     private final Counter announceFailures;
+    private final Counter announcementsUnheard;
     private final Counter reconnects;
     private final Counter connectionsLost;
     private final Counter scansOk;
@@ -96,6 +97,8 @@ final class ProviderMeters implements ProviderMetrics.Observer {
                 Tags.of("path", "inline"));
         announcementsQueued = counter("pgdurable.announcements.queued", "Announcements queued for the announcer "
                 + "thread", Tags.empty());
+        announcementsUnheard = counter("pgdurable.announcements.unheard", "Announcements not sent: no other process "
+                + "listened", Tags.empty());
         announceFailures = counter("pgdurable.announcements.failed", "Notifying transactions that failed (each is "
                 + "retried)", Tags.empty());
         reconnects = counter("pgdurable.listener.reconnects", "Times the listener was LISTENing again after a loss",
@@ -294,6 +297,11 @@ final class ProviderMeters implements ProviderMetrics.Observer {
     @Override
     public void announcementsQueued(int hints) {
         announcementsQueued.increment(hints);
+    }
+
+    @Override
+    public void announcementsUnheard(int payloads) {
+        announcementsUnheard.increment(payloads);
     }
 
     @Override

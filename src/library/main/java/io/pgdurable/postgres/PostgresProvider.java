@@ -25,6 +25,7 @@ import io.pgdurable.spi.WorkBatch;
 import io.pgdurable.spi.WorkItem;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
@@ -123,10 +124,14 @@ public final class PostgresProvider implements OrchestrationProvider {
                         ProviderConnections.listener(config, config.handOverAcrossProcesses()), channel, signals);
                 poller.start();
             }
+            LongPoller listening = poller;
             announcing = new Announcer(origin, poller,
                     announcements -> sendAnnouncements(dataSource, channel, announcements),
                     config.longPolling() ? null : new SchemaMigrator(dataSource, config)::activated,
-                    SchemaMigrator.ACTIVATION_RECHECK, channel, signals, clock);
+                    SchemaMigrator.ACTIVATION_RECHECK,
+                    // Only a provider that listens hears other processes arrive; one that does not always sends.
+                    listening == null ? null : () -> othersListening(dataSource, channel, listening.listenerPid()),
+                    channel, signals, clock);
         } catch (RuntimeException e) {
             skew.close();
             if (announcing != null) {
@@ -214,6 +219,20 @@ public final class PostgresProvider implements OrchestrationProvider {
             ps.setString(1, channel);
             ps.setArray(2, c.createArrayOf("text", announcements.toArray()));
             ps.execute();
+        }
+    }
+
+    /** Whether a process other than this one listens on the channel (its listener's session {@code ownPid}). */
+    private boolean othersListening(DataSource dataSource, String channel, int ownPid) throws SQLException {
+        int[] keys = NotifyChannel.listenerLockKeys(channel);
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement(sql.otherListeners)) {
+            ps.setInt(1, keys[0]);
+            ps.setInt(2, keys[1]);
+            ps.setInt(3, ownPid);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
         }
     }
 

@@ -86,6 +86,13 @@ final class Statements {
      */
     final String announce = "SELECT count(pg_notify(?, p)) FROM unnest(?::text[]) AS p, "
             + "set_config('synchronous_commit', 'off', true)";
+    /**
+     * Whether a session other than the given listener's holds the channel's shared listener lock in this database
+     * (keys from {@code NotifyChannel.listenerLockKeys}; the two-key form shows as {@code objsubid} 2).
+     */
+    final String otherListeners = "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 "
+            + "AND classid = ?::bigint::oid AND objid = ?::bigint::oid AND granted AND pid <> ? "
+            + "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))";
     /** Both timeouts for the rest of the transaction only (the {@code SET LOCAL} of a scan), in one statement. */
     final String setLocalScanTimeouts = "SELECT set_config('lock_timeout', ?, true), "
             + "set_config('statement_timeout', ?, true)";

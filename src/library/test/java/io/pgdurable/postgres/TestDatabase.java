@@ -100,6 +100,29 @@ public final class TestDatabase {
         return DriverManager.getConnection(url());
     }
 
+    /**
+     * Makes {@code c} count as another process's listener of {@code schema}'s channel, as a long-polling provider's
+     * listener does: it holds the channel's shared listener lock, LISTENs, and tells the providers that it arrived
+     * (so that they announce to it). Providers that found nobody else listening announce again once they hear it.
+     */
+    public static void listenAsAnotherProcess(Connection c, String schema) throws SQLException {
+        String channel = io.pgdurable.internal.longpoll.NotifyChannel.forSchema(schema);
+        int[] keys = io.pgdurable.internal.longpoll.NotifyChannel.listenerLockKeys(channel);
+        try (java.sql.Statement st = c.createStatement()) {
+            st.execute("SELECT pg_advisory_lock_shared(" + keys[0] + ", " + keys[1] + ")");
+        }
+        // Told before LISTEN, so that this session does not hear its own arrival.
+        try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {
+            ps.setString(1, channel);
+            ps.setString(2, io.pgdurable.internal.longpoll.Hint.JOIN_PREFIX + "test" + Long.toHexString(
+                    java.util.concurrent.ThreadLocalRandom.current().nextLong() >>> 36));
+            ps.execute();
+        }
+        try (java.sql.Statement st = c.createStatement()) {
+            st.execute("LISTEN " + io.pgdurable.internal.longpoll.NotifyChannel.quoted(channel));
+        }
+    }
+
     public static void dropSchema(String schema) {
         try {
             withMaintenanceConnection(c -> {

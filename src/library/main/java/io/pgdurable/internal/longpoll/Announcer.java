@@ -42,6 +42,23 @@ public final class Announcer implements AutoCloseable {
         void send(List<String> payloads) throws Exception;
     }
 
+    /**
+     * Whether any process but this one listens on the task hub's channel right now (holds the channel's listener
+     * lock, {@link NotifyChannel#listenerLockKeys}). Implemented by the provider; asked on the announcer's thread.
+     */
+    @FunctionalInterface
+    public interface Audience {
+        boolean othersListening() throws Exception;
+    }
+
+    /** While nobody else listens, writes that drop their hints ask again at most this often. */
+    static final long ALONE_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+    /** While others listen, a send asks again at most this often (to stop sending once they are gone). */
+    static final long HEARD_RECHECK_NANOS = TimeUnit.SECONDS.toNanos(5);
+    private static final int UNKNOWN = 0;
+    private static final int HEARD = 1;
+    private static final int ALONE = 2;
+
     /** Hints waiting to be sent, at most this many; beyond it one "anything" hint per queue stands for the rest. */
     static final int MAX_PENDING = 4096;
     /** Payloads per notifying transaction. */
@@ -73,6 +90,15 @@ public final class Announcer implements AutoCloseable {
     private volatile boolean remote;
     private volatile long checkedAtNanos;
     private boolean recheckDue;
+    /** Null: always send. */
+    private final Audience audience;
+    /** {@link #UNKNOWN}, {@link #HEARD} or {@link #ALONE}: what the last look at the listeners found. */
+    private volatile int heard = UNKNOWN;
+    private volatile long heardCheckedNanos = System.nanoTime();
+    /** Guarded by {@link #lock}: ask who listens before the next send. */
+    private boolean audienceDue;
+    /** Guarded by {@link #lock}: this process's listener (re)connected; tell the others with the next send. */
+    private boolean joinDue;
     private final LongPollSignals signals;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition pendingOrClosed = lock.newCondition();
@@ -110,7 +136,7 @@ public final class Announcer implements AutoCloseable {
     /** An announcer with an origin of its own; see the full constructor. */
     public Announcer(LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck, String channel,
                      LongPollSignals signals, Clock clock) {
-        this(newOrigin(), local, sender, activated, recheck, channel, signals, clock);
+        this(newOrigin(), local, sender, activated, recheck, null, channel, signals, clock);
     }
 
     /**
@@ -120,20 +146,24 @@ public final class Announcer implements AutoCloseable {
      * @param activated whether the schema is activated (hints go to other processes only then), re-read at most
      *                  every {@code recheck} while it says no; null: always send (a long-polling provider, which
      *                  only starts on an activated schema)
+     * @param audience  whether another process listens: hints nobody else could hear are not sent
+     *                  (docs/long-polling.md, "Announcing only to listeners"); null: always send
      */
     public Announcer(String origin, LongPoller local, Sender sender, BooleanSupplier activated, Duration recheck,
-                     String channel, LongPollSignals signals, Clock clock) {
+                     Audience audience, String channel, LongPollSignals signals, Clock clock) {
         this.origin = origin;
         this.clock = clock;
         this.local = local;
         this.sender = Objects.requireNonNull(sender, "sender");
         this.activated = activated;
+        this.audience = audience;
         this.recheckNanos = recheck == null ? Long.MAX_VALUE : recheck.toNanos();
         this.signals = signals == null ? LongPollSignals.NONE : signals;
         this.remote = activated == null || activated.getAsBoolean();
         this.checkedAtNanos = System.nanoTime();
         if (local != null) {
             local.ignoreOrigin(origin);
+            local.audience(this::arrived, this::joinedHere);
         }
         thread = new Thread(this::run, "pgdurable-announcer-" + channel);
         thread.setDaemon(true);
@@ -163,7 +193,7 @@ public final class Announcer implements AutoCloseable {
      * must still {@link #wakeHere} after its commit; on a failed write nothing was sent, as nothing was committed.
      */
     public List<String> inlinePayloads(Collection<Hint> hints, long nowMs) {
-        if (!remote || hints.isEmpty()) {
+        if (!remote || hints.isEmpty() || (audience != null && heard == ALONE)) {
             return null;
         }
         for (Hint h : hints) {
@@ -182,6 +212,10 @@ public final class Announcer implements AutoCloseable {
                 return null;
             }
             lastInlineNanos = now;
+            if (audience != null && heard == UNKNOWN && !audienceDue) {
+                audienceDue = true; // nobody asked yet: the sending thread asks, so a lone writer stops notifying
+                pendingOrClosed.signal();
+            }
         } finally {
             lock.unlock();
         }
@@ -219,6 +253,18 @@ public final class Announcer implements AutoCloseable {
                 }
             }
             return;
+        }
+        if (audience != null && heard == ALONE) {
+            if (System.nanoTime() - heardCheckedNanos >= ALONE_RECHECK_NANOS) {
+                lock.lock();
+                try {
+                    audienceDue = true;
+                    pendingOrClosed.signal();
+                } finally {
+                    lock.unlock();
+                }
+            }
+            return; // nobody else would hear it
         }
         lock.lock();
         try {
@@ -306,9 +352,12 @@ public final class Announcer implements AutoCloseable {
         while (true) {
             boolean last;
             boolean recheck;
+            boolean askAudience;
+            boolean join;
             lock.lock();
             try {
-                while (batch.isEmpty() && !overflowed && !closed && !recheckDue) { // a failed batch retries at once
+                // A failed batch retries at once.
+                while (batch.isEmpty() && !overflowed && !closed && !recheckDue && !audienceDue && !joinDue) {
                     if (pending.isEmpty()) {
                         pendingOrClosed.await(1, TimeUnit.SECONDS);
                         continue;
@@ -325,6 +374,10 @@ public final class Announcer implements AutoCloseable {
                 last = closed;
                 recheck = recheckDue;
                 recheckDue = false;
+                askAudience = audienceDue;
+                audienceDue = false;
+                join = joinDue;
+                joinDue = false;
                 if (batch.isEmpty()) {
                     takeBatch(batch);
                 }
@@ -339,6 +392,12 @@ public final class Announcer implements AutoCloseable {
                 } catch (RuntimeException e) {
                     LOG.debug("pgdurable: could not read whether the schema is activated", e);
                 }
+            }
+            if (audience != null && !last) {
+                keepOnlyWhatIsHeard(batch, askAudience);
+            }
+            if (join) {
+                batch.add(Hint.JOIN_PREFIX + origin);
             }
             if (!batch.isEmpty()) {
                 try {
@@ -363,6 +422,58 @@ public final class Announcer implements AutoCloseable {
             }
             if (last) {
                 return;
+            }
+        }
+    }
+
+    /**
+     * Empties {@code batch} when nobody else listens, asking first when told to, when nobody has asked yet, or when
+     * the last answer is old. The join payload is added after this, so it always goes out.
+     */
+    private void keepOnlyWhatIsHeard(List<String> batch, boolean ask) {
+        long now = System.nanoTime();
+        int h = heard;
+        if (ask || (!batch.isEmpty() && (h == UNKNOWN || now - heardCheckedNanos >= (h == HEARD
+                ? HEARD_RECHECK_NANOS : ALONE_RECHECK_NANOS)))) {
+            try {
+                h = audience.othersListening() ? HEARD : ALONE;
+            } catch (Exception e) {
+                h = HEARD; // unknown: sending costs a transaction, not sending may cost another process a second
+                LOG.debug("pgdurable: could not read who listens", e);
+            }
+            heard = h;
+            heardCheckedNanos = now;
+        }
+        if (h == ALONE && !batch.isEmpty()) {
+            signals.announcementsUnheard(batch.size());
+            batch.clear();
+        }
+    }
+
+    /** A join notification: another process began to listen (this one's own echo aside). */
+    private void arrived(String payload) {
+        if (!payload.equals(Hint.JOIN_PREFIX + origin)) {
+            heardCheckedNanos = System.nanoTime();
+            heard = HEARD;
+        }
+    }
+
+    /**
+     * This process's listener (re)connected: tells the others at once, on the listener's thread, before the catch-up
+     * scan that follows (so a fetch of this process parks after the others know of it); a failed send is left to the
+     * sending thread, which retries it with the next batch.
+     */
+    private void joinedHere() {
+        try {
+            sender.send(List.of(Hint.JOIN_PREFIX + origin));
+        } catch (Exception e) {
+            LOG.debug("pgdurable: could not tell other processes that this one listens; retrying", e);
+            lock.lock();
+            try {
+                joinDue = true;
+                pendingOrClosed.signal();
+            } finally {
+                lock.unlock();
             }
         }
     }

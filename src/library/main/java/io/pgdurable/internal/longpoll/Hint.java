@@ -51,6 +51,12 @@ public record Hint(QueueKind queue, long atMs, int count, boolean untagged, Set<
     private static final int MAX_ANNOUNCED_TAG_LENGTH = 64;
 
     /**
+     * The start of a join notification, {@code j|origin}: a provider whose listener began to listen tells the
+     * others' announcers, which may have stopped sending while nobody else listened.
+     */
+    public static final String JOIN_PREFIX = "j|";
+
+    /**
      * The notification payload of this hint, sent by the provider whose announcer is {@code origin}:
      * {@code o|at|n|origin} or {@code w|at|n|u|tags|s|origin} (tags comma-separated, {@code *} for any). A session
      * lease end is a worker lease end with unknown tags.
@@ -90,7 +96,7 @@ public record Hint(QueueKind queue, long atMs, int count, boolean untagged, Set<
             }
         }
         boolean withOrigin = payload.startsWith("o|") ? fields == 4 : payload.startsWith("w|") ? fields == 7
-                : payload.startsWith("s|") && fields == 3;
+                : payload.startsWith(JOIN_PREFIX) ? fields == 2 : payload.startsWith("s|") && fields == 3;
         return withOrigin ? payload.substring(payload.lastIndexOf('|') + 1) : null;
     }
 

@@ -58,6 +58,23 @@ final class ListenerSupport {
         return key;
     }
 
+    /**
+     * Takes the channel's shared listener lock ({@link NotifyChannel#listenerLockKeys}) and returns this session's
+     * backend process id: writers count the other holders to tell whether anyone else would hear a NOTIFY, leaving
+     * out the holder with their own listener's id. Shared locks never wait for each other.
+     */
+    static int joinListeners(Connection c, String channel) throws SQLException {
+        int[] keys = NotifyChannel.listenerLockKeys(channel);
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_backend_pid() FROM pg_advisory_lock_shared(?, ?)")) {
+            ps.setInt(1, keys[0]);
+            ps.setInt(2, keys[1]);
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
     static void checkOpen(String channel, Duration heartbeat, NotificationListener.Events events) {
         Objects.requireNonNull(channel, "channel");
         Objects.requireNonNull(events, "events");

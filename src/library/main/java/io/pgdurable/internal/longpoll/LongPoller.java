@@ -48,6 +48,8 @@ public final class LongPoller implements AutoCloseable {
     private volatile String ownOrigin;
     /** Hand-over across processes: where items another process handed to this one go. */
     private volatile Consumer<String> handOffs;
+    private volatile Consumer<String> arrivals;
+    private volatile Runnable joined;
 
     public LongPoller(Settings settings, Clock clock, WorkScanner scanner, NotificationListener listener,
                       String channel, LongPollSignals signals) {
@@ -204,10 +206,36 @@ public final class LongPoller implements AutoCloseable {
         deadlines.route(hint, WakeSource.ANNOUNCEMENT);
     }
 
-    /** After LISTEN (again): the catch-up scan, and a new liveness key for whoever counts the takers. */
+    /**
+     * After LISTEN (again): the catch-up scan, a new liveness key for whoever counts the takers, and this process's
+     * arrival told to the others (their announcers may have stopped sending for want of listeners).
+     */
     private void listening() {
+        Runnable joined = this.joined;
+        if (joined != null) {
+            joined.run();
+        }
         requestScan();
         registry.recountTakers();
+    }
+
+    /**
+     * The announcer's side of knowing who listens: {@code arrivals} gets the payload of every join notification
+     * ({@link Hint#JOIN_PREFIX}, another process that began to listen), on the listener's thread; {@code joined} runs
+     * whenever this process's own listener (re)connected, before the catch-up scan, on the listener's thread (and
+     * here, when it listens already).
+     */
+    public void audience(Consumer<String> arrivals, Runnable joined) {
+        this.arrivals = arrivals;
+        this.joined = joined;
+        if (notifier.isListening()) {
+            joined.run(); // it listened before anyone asked
+        }
+    }
+
+    /** The server process id of the listener's session, which holds the channel's listener lock; 0 when none. */
+    public int listenerPid() {
+        return notifier.listenerPid();
     }
 
     /**
@@ -236,6 +264,13 @@ public final class LongPoller implements AutoCloseable {
     }
 
     private void onNotification(String payload) {
+        if (payload != null && payload.startsWith(Hint.JOIN_PREFIX)) {
+            Consumer<String> c = arrivals;
+            if (c != null) {
+                c.accept(payload);
+            }
+            return;
+        }
         if (payload != null && payload.startsWith("h|")) {
             Consumer<String> c = handOffs;
             if (c != null) {

@@ -29,6 +29,11 @@ public interface NotificationListener {
             return 0;
         }
 
+        /** The server process id of this session, which holds the channel's listener lock; 0 when unknown. */
+        default int backendPid() {
+            return 0;
+        }
+
         /**
          * Closes the connection; returns within about a second even when the socket is wedged (a driver call that
          * does not end in time is abandoned on a daemon thread). Idempotent. A closed session reports nothing more:

@@ -108,6 +108,12 @@ public final class Notifier implements AutoCloseable {
         return s != null && isListening() ? s.livenessKey() : 0;
     }
 
+    /** The server process id of the current session ({@link NotificationListener.Session#backendPid}), or 0. */
+    public int listenerPid() {
+        NotificationListener.Session s = current;
+        return s != null && isListening() ? s.backendPid() : 0;
+    }
+
     /** The channel this notifier LISTENs on. */
     public String channel() {
         return channel;

@@ -30,6 +30,19 @@ public final class NotifyChannel {
         return name.substring(0, Identifiers.MAX_BYTES - hash.length() - 1) + "_" + hash;
     }
 
+    /**
+     * The two keys of the shared session advisory lock every listener of {@code channel} holds while it lives
+     * ({@code pg_advisory_lock_shared(int, int)}): a writer that finds no holder but its own listener knows that no
+     * other process can hear its NOTIFY. Both are non-negative, so they read back unchanged from {@code pg_locks}'
+     * {@code classid} and {@code objid} (type oid); two channels that hash alike only make both send.
+     */
+    public static int[] listenerLockKeys(String channel) {
+        return new int[] {LISTENER_LOCK_CLASS, check(channel).hashCode() & Integer.MAX_VALUE};
+    }
+
+    /** The first key of {@link #listenerLockKeys}: "pgdl" in ASCII, a class of its own among advisory locks. */
+    static final int LISTENER_LOCK_CLASS = 0x7067646C;
+
     /** Checks a channel name given as is: not empty, at most 63 bytes (PostgreSQL would truncate a longer one). */
     public static String check(String channel) {
         Objects.requireNonNull(channel, "channel");

@@ -107,6 +107,7 @@ public final class PgjdbcListener implements NotificationListener {
         private final Thread thread;
         private volatile Connection connection;
         private volatile long livenessKey;
+        private volatile int backendPid;
 
         PgSession(String channel, Duration heartbeat, Events events) {
             this.channel = channel;
@@ -119,6 +120,11 @@ public final class PgjdbcListener implements NotificationListener {
         @Override
         public long livenessKey() {
             return livenessKey;
+        }
+
+        @Override
+        public int backendPid() {
+            return backendPid;
         }
 
         void start() throws SQLException {
@@ -134,11 +140,13 @@ public final class PgjdbcListener implements NotificationListener {
                 if (closed.get()) {
                     return;
                 }
+                int pid = ListenerSupport.joinListeners(c, channel);
                 long key = livenessLock ? ListenerSupport.takeLivenessLock(c) : 0;
                 try (Statement st = c.createStatement()) {
                     st.execute("LISTEN " + NotifyChannel.quoted(channel));
                 }
                 livenessKey = key;
+                backendPid = pid;
                 PGConnection pg = c.unwrap(PGConnection.class);
                 if (!ready.complete(null)) {
                     return;

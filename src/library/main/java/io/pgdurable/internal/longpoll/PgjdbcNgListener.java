@@ -321,6 +321,7 @@ public final class PgjdbcNgListener implements NotificationListener {
         private volatile PGConnection connection;
         private volatile long lastActivityNanos;
         private volatile long livenessKey;
+        private volatile int backendPid;
 
         NgSession(String channel, Duration heartbeat, Events events) {
             this.channel = channel;
@@ -338,6 +339,11 @@ public final class PgjdbcNgListener implements NotificationListener {
         @Override
         public long livenessKey() {
             return livenessKey;
+        }
+
+        @Override
+        public int backendPid() {
+            return backendPid;
         }
 
         void start() throws SQLException {
@@ -378,11 +384,13 @@ public final class PgjdbcNgListener implements NotificationListener {
                 }
                 // Register before LISTEN, so nothing between the two is missed.
                 c.addNotificationListener(LISTENER_NAME, Pattern.quote(channel), this);
+                int pid = ListenerSupport.joinListeners(raw, channel);
                 long key = livenessLock ? ListenerSupport.takeLivenessLock(raw) : 0;
                 try (Statement st = c.createStatement()) {
                     st.execute("LISTEN " + NotifyChannel.quoted(channel));
                 }
                 livenessKey = key;
+                backendPid = pid;
                 if (!ready.complete(c)) {
                     closeQuietly(c);
                 }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.pgdurable.internal.longpoll.NotifyChannel;
 import io.pgdurable.longpoll.LongPollSignals;
 import io.pgdurable.postgres.PostgresProvider;
 import io.pgdurable.postgres.TestDatabase;
@@ -16,7 +15,6 @@ import io.pgdurable.spi.WorkItem;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -104,9 +102,8 @@ class InlineNotifyTest {
     void a_failed_write_tells_nobody() throws Exception {
         Counts counts = new Counts();
         PostgresProvider writer = provider(counts, b -> b);
-        try (Connection listener = DriverManager.getConnection(TestDatabase.url());
-             Statement st = listener.createStatement()) {
-            st.execute("LISTEN " + NotifyChannel.forSchema(schema));
+        try (Connection listener = DriverManager.getConnection(TestDatabase.url())) {
+            TestDatabase.listenAsAnotherProcess(listener, schema);
             ProviderException e = assertThrows(ProviderException.class, () -> writer.ackWorkItem("no-such-token",
                     new WorkItem.ActivityCompleted("inst", 1, 1, "\"r\"")));
             assertFalse(e.retryable());

@@ -947,10 +947,15 @@ class LongPollProviderTest {
     // ------------------------------------------------------------------ 11. wakes per item
 
     @Test
-    void one_item_wakes_at_most_two_of_sixteen_parked_fetches() {
+    void one_item_wakes_at_most_two_of_sixteen_parked_fetches() throws Exception {
         // The announcement's routing is the subject, not the hand-over (HandOverTest): the items are written by
-        // batched enqueues, which announce them.
-        try (LongPollHarness h = open("lpwakes", b -> b.poolSize(6).fallbackPollInterval(Duration.ofSeconds(30)))) {
+        // batched enqueues, which announce them, to the other listener the test adds (alone, nothing is sent).
+        try (LongPollHarness h = open("lpwakes", b -> b.poolSize(6).fallbackPollInterval(Duration.ofSeconds(30)));
+             java.sql.Connection other = TestDatabase.connect()) {
+            int heard = h.signals.notificationCount();
+            TestDatabase.listenAsAnotherProcess(other, h.schema);
+            h.signals.await(() -> h.signals.notificationCount() > heard, Duration.ofSeconds(5),
+                    "the other listener's arrival");
             PostgresProvider p = h.provider;
             LongPoller poller = h.poller();
             h.warmUp();

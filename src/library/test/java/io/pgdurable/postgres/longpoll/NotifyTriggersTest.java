@@ -372,9 +372,7 @@ class NotifyTriggersTest {
 
     private static Connection listen(String schema) throws SQLException {
         Connection c = TestDatabase.connect();
-        try (Statement st = c.createStatement()) {
-            st.execute("LISTEN " + NotifyChannel.quoted(NotifyChannel.forSchema(schema)));
-        }
+        TestDatabase.listenAsAnotherProcess(c, schema);
         return c;
     }
 

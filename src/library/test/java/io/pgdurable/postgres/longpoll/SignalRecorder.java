@@ -73,6 +73,35 @@ final class SignalRecorder implements LongPollSignals {
     }
 
     /** The last count of parked takers written, or -1 before the first. */
+    private final java.util.concurrent.atomic.AtomicInteger announced = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger unheard = new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public void announced(int payloads) {
+        announced.addAndGet(payloads);
+    }
+
+    @Override
+    public void announcedInline(int payloads) {
+        announced.addAndGet(payloads);
+    }
+
+    @Override
+    public void announcementsUnheard(int payloads) {
+        unheard.addAndGet(payloads);
+        changed();
+    }
+
+    /** Announcement payloads sent (by the announcer's thread or inside a write). */
+    int announced() {
+        return announced.get();
+    }
+
+    /** Announcement payloads not sent because no other process listened. */
+    int unheard() {
+        return unheard.get();
+    }
+
     int lastTakersRegistered() {
         List<Integer> all = takersRegistered;
         return all.isEmpty() ? -1 : all.get(all.size() - 1);
