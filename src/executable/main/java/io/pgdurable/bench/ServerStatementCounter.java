@@ -171,26 +171,13 @@ public final class ServerStatementCounter implements AutoCloseable {
      * The WAL position as a byte count ({@code pg_current_wal_lsn()}), so two readings subtract to the WAL the whole
      * cluster wrote between them.
      */
-    public synchronized double walBytes() {
-        try (Statement st = connection.createStatement();
-             ResultSet rs = st.executeQuery("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")) {
-            reads++;
-            rs.next();
-            return rs.getDouble(1);
-        } catch (SQLException e) {
-            throw new IllegalStateException("cannot read the WAL position: " + e.getMessage(), e);
-        }
+    public synchronized long walBytes() {
+        return read("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", false);
     }
 
     /** The process id of the counter's own server backend. */
     public synchronized long backendPid() {
-        try (Statement st = connection.createStatement(); ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
-            reads++;
-            rs.next();
-            return rs.getLong(1);
-        } catch (SQLException e) {
-            throw new IllegalStateException("cannot read the backend's process id: " + e.getMessage(), e);
-        }
+        return read("SELECT pg_backend_pid()", false);
     }
 
     /** One read; every read is itself one transaction, which {@code ownTransactions} subtracts. */
