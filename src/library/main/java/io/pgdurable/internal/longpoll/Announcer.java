@@ -450,12 +450,10 @@ public final class Announcer implements AutoCloseable {
         }
     }
 
-    /** A join notification: another process began to listen (this one's own echo aside). */
-    private void arrived(String payload) {
-        if (!payload.equals(Hint.JOIN_PREFIX + origin)) {
-            heardCheckedNanos = System.nanoTime();
-            heard = HEARD;
-        }
+    /** Another process began to listen (its join notification). */
+    private void arrived() {
+        heardCheckedNanos = System.nanoTime();
+        heard = HEARD;
     }
 
     /**

@@ -2,6 +2,7 @@ package io.pgdurable.internal.longpoll;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTimeoutException;
 import java.time.Duration;
@@ -68,7 +69,7 @@ final class ListenerSupport {
         try (PreparedStatement ps = c.prepareStatement("SELECT pg_backend_pid() FROM pg_advisory_lock_shared(?, ?)")) {
             ps.setInt(1, keys[0]);
             ps.setInt(2, keys[1]);
-            try (java.sql.ResultSet rs = ps.executeQuery()) {
+            try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getInt(1);
             }

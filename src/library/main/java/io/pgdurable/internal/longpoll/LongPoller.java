@@ -48,7 +48,7 @@ public final class LongPoller implements AutoCloseable {
     private volatile String ownOrigin;
     /** Hand-over across processes: where items another process handed to this one go. */
     private volatile Consumer<String> handOffs;
-    private volatile Consumer<String> arrivals;
+    private volatile Runnable arrivals;
     private volatile Runnable joined;
 
     public LongPoller(Settings settings, Clock clock, WorkScanner scanner, NotificationListener listener,
@@ -220,12 +220,13 @@ public final class LongPoller implements AutoCloseable {
     }
 
     /**
-     * The announcer's side of knowing who listens: {@code arrivals} gets the payload of every join notification
-     * ({@link Hint#JOIN_PREFIX}, another process that began to listen), on the listener's thread; {@code joined} runs
+     * The announcer's side of knowing who listens: {@code arrivals} runs for every join notification of another
+     * process ({@link Hint#JOIN_PREFIX}; this one's own echo is dropped with its other payloads), on the listener's
+     * thread; {@code joined} runs
      * whenever this process's own listener (re)connected, before the catch-up scan, on the listener's thread (and
      * here, when it listens already).
      */
-    public void audience(Consumer<String> arrivals, Runnable joined) {
+    public void audience(Runnable arrivals, Runnable joined) {
         this.arrivals = arrivals;
         this.joined = joined;
         if (notifier.isListening()) {
@@ -264,13 +265,6 @@ public final class LongPoller implements AutoCloseable {
     }
 
     private void onNotification(String payload) {
-        if (payload != null && payload.startsWith(Hint.JOIN_PREFIX)) {
-            Consumer<String> c = arrivals;
-            if (c != null) {
-                c.accept(payload);
-            }
-            return;
-        }
         if (payload != null && payload.startsWith("h|")) {
             Consumer<String> c = handOffs;
             if (c != null) {
@@ -280,6 +274,13 @@ public final class LongPoller implements AutoCloseable {
         }
         String own = ownOrigin;
         if (own != null && own.equals(Hint.origin(payload))) {
+            return;
+        }
+        if (payload != null && payload.startsWith(Hint.JOIN_PREFIX)) {
+            Runnable r = arrivals;
+            if (r != null) {
+                r.run();
+            }
             return;
         }
         Hint hint = Hint.parse(payload);
