@@ -7,6 +7,7 @@ import io.pgdurable.spi.FetchedOrchestration;
 import io.pgdurable.spi.FetchedWorkItem;
 import io.pgdurable.spi.OrchestrationItem;
 import io.pgdurable.spi.OrchestrationProvider;
+import io.pgdurable.spi.TagFilter;
 import io.pgdurable.spi.WorkItem;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,10 +32,16 @@ final class FanoutScenario extends PairedScenario {
     private static final Duration LOCK = Duration.ofSeconds(30);
     private static final String NAME = "FanOut";
 
-    /** One configuration: activity duration, dispatchers per queue, orchestrations kept in flight. */
-    record Config(String key, int activityMillis, int orchestrators, int workers, int inFlight) {}
+    /**
+     * One configuration: activity duration, dispatchers per queue, orchestrations kept in flight, and whether a worker
+     * acks with {@code ackWorkItemAndFetchNext} (the worker loop the README shows) or with {@code ackWorkItem} and a
+     * separate fetch.
+     */
+    record Config(String key, int activityMillis, int orchestrators, int workers, int inFlight,
+                  boolean ackAndFetch) {}
 
-    static final List<Config> CONFIGS = List.of(new Config("10ms", 10, 2, 2, 8), new Config("0ms", 0, 8, 8, 32));
+    static final List<Config> CONFIGS = List.of(new Config("10ms", 10, 2, 2, 8, true),
+            new Config("10ms-ack-then-fetch", 10, 2, 2, 8, false), new Config("0ms", 0, 8, 8, 32, true));
 
     @Override
     public String name() {
@@ -50,7 +57,9 @@ final class FanoutScenario extends PairedScenario {
     String description() {
         return "Each orchestration's first turn records OrchestrationStarted and " + FANOUT + " ActivityScheduled "
                 + "events and enqueues " + FANOUT + " ActivityExecute items; workers fetch an activity, sleep the "
-                + "activity time and ack with ActivityCompleted; every later turn appends the completions, and the "
+                + "activity time and ack with ActivityCompleted, in one call with the claim of their next activity "
+                + "(ackWorkItemAndFetchNext; they park on a fetch only when it found none), except in the "
+                + "ack-then-fetch configuration, whose workers ack and fetch in two calls; every later turn appends the completions, and the "
                 + "turn that holds all " + FANOUT + " appends OrchestrationCompleted with status Completed. A starter "
                 + "keeps a fixed number of orchestrations in flight. Latency = StartOrchestration enqueue to the ack "
                 + "of the completing turn.";
@@ -67,12 +76,19 @@ final class FanoutScenario extends PairedScenario {
             cm.put("orchestratorDispatchers", c.orchestrators());
             cm.put("workerDispatchers", c.workers());
             cm.put("inFlight", c.inFlight());
+            cm.put("ackWorkItemAndFetchNext", c.ackAndFetch());
             configs.add(cm);
         }
         m.put("configurations", configs);
         m.put("warmupSeconds", p.fanoutWarmup().toMillis() / 1000.0);
         m.put("windowSeconds", p.fanoutWindow().toMillis() / 1000.0);
+        m.put("rounds", p.pairedRounds());
         return m;
+    }
+
+    @Override
+    int rounds(Profile profile) {
+        return profile.pairedRounds();
     }
 
     @Override
@@ -93,7 +109,7 @@ final class FanoutScenario extends PairedScenario {
         Semaphore inFlight = new Semaphore(c.inFlight());
         Workers threads = new Workers();
         String prefix = "fo-" + mode.key() + "-" + c.key() + "-";
-        try (Hub hub = ctx.hub(name() + "_" + c.key(), mode, c.orchestrators() + c.workers() + 3);
+        try (Hub hub = ctx.hub(name() + "_" + c.key() + roundSuffix(), mode, c.orchestrators() + c.workers() + 3);
              Workers.Stopping stopFirst = threads.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             Map<String, Long> signals0 = hub.signals().snapshot();
@@ -108,16 +124,26 @@ final class FanoutScenario extends PairedScenario {
                     inFlight.release();
                 }
             });
-            threads.start("fo-work", c.workers(), i -> () -> {
-                Optional<FetchedWorkItem> f = mode.pollWork(p, LOCK);
-                if (f.isPresent()) {
+            threads.start("fo-work", c.workers(), i -> {
+                List<FetchedWorkItem> next = new ArrayList<>(1);
+                return () -> {
+                    Optional<FetchedWorkItem> f = next.isEmpty()
+                            ? mode.pollWork(p, LOCK) : Optional.of(next.remove(0));
+                    if (f.isEmpty()) {
+                        return;
+                    }
                     WorkItem.ActivityExecute a = (WorkItem.ActivityExecute) f.get().item();
                     if (c.activityMillis() > 0) {
                         Pause.sleep(c.activityMillis());
                     }
-                    p.ackWorkItem(f.get().lockToken(),
-                            new WorkItem.ActivityCompleted(a.instance(), a.executionId(), a.id(), "\"ok\""));
-                }
+                    WorkItem done = new WorkItem.ActivityCompleted(a.instance(), a.executionId(), a.id(), "\"ok\"");
+                    if (c.ackAndFetch()) {
+                        p.ackWorkItemAndFetchNext(f.get().lockToken(), done, LOCK, null, TagFilter.defaultOnly())
+                                .ifPresent(next::add);
+                    } else {
+                        p.ackWorkItem(f.get().lockToken(), done);
+                    }
+                };
             });
             threads.start("fo-start", 1, i -> () -> {
                 if (!inFlight.tryAcquire(100, TimeUnit.MILLISECONDS)) {
@@ -135,7 +161,7 @@ final class FanoutScenario extends PairedScenario {
             }
             r.metric(c.key() + ".orchestrationsPerSecond", w.perSecond(), "orchestrations/s",
                     c.activityMillis() + " ms activities, " + c.orchestrators() + " + " + c.workers()
-                            + " dispatchers");
+                            + " dispatchers" + (c.ackAndFetch() ? "" : ", ack then fetch in two calls"));
             w.perUnit(r, ctx, c.key() + ".", "orchestration");
             r.latency(c.key() + ".latency", latency);
             r.detail(c.key() + ".topStatements", w.top());

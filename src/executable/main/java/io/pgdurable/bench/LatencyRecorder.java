@@ -26,6 +26,20 @@ final class LatencyRecorder {
         recordNanos(micros * 1_000L);
     }
 
+    /** Adds every sample of {@code other} (another round of the same measurement). */
+    void addAll(LatencyRecorder other) {
+        Histogram above;
+        Histogram below;
+        synchronized (other) {
+            above = other.atOrAboveZero.copy();
+            below = other.belowZero.copy();
+        }
+        synchronized (this) {
+            atOrAboveZero.add(above);
+            belowZero.add(below);
+        }
+    }
+
     synchronized LatencySummary summary() {
         return LatencySummary.of(atOrAboveZero, belowZero);
     }

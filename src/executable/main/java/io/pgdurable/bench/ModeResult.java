@@ -13,6 +13,7 @@ final class ModeResult {
     private final Mode mode;
     private final Map<String, Metric> metrics = new LinkedHashMap<>();
     private final Map<String, LatencySummary> latencies = new LinkedHashMap<>();
+    private final Map<String, LatencyRecorder> recorders = new LinkedHashMap<>();
     private final Map<String, List<double[]>> series = new LinkedHashMap<>();
     private final Map<String, Object> details = new LinkedHashMap<>();
 
@@ -31,6 +32,7 @@ final class ModeResult {
 
     ModeResult latency(String name, LatencyRecorder recorder) {
         latencies.put(name, recorder.summary());
+        recorders.put(name, recorder);
         return this;
     }
 
@@ -46,6 +48,11 @@ final class ModeResult {
 
     Map<String, Metric> metrics() {
         return metrics;
+    }
+
+    /** The recorders behind {@link #latencies()}, for combining rounds. */
+    Map<String, LatencyRecorder> recorders() {
+        return recorders;
     }
 
     Map<String, LatencySummary> latencies() {

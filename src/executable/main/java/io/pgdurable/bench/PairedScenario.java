@@ -1,16 +1,19 @@
 package io.pgdurable.bench;
 
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
  * A scenario that runs the same measurement once per mode, short polling first, each on a schema of its own, one
- * after the other in the same run (so they never compete for the machine).
+ * after the other in the same run (so they never compete for the machine); or, with {@link #rounds} above one, in
+ * rounds whose order alternates, so that drift of the machine during the run falls on both modes alike.
  */
 abstract class PairedScenario implements Scenario {
     protected final List<String> notes = new ArrayList<>();
+    private int round;
 
     /** What the scenario measures and how, for the report. */
     abstract String description();
@@ -20,18 +23,41 @@ abstract class PairedScenario implements Scenario {
 
     abstract ModeResult runMode(Mode mode, BenchContext ctx) throws Exception;
 
+    /**
+     * How many rounds of short and long to run; more than one alternates the order round by round (short first in
+     * even rounds) and reports each figure as the median of the rounds (see {@link Rounds}).
+     */
+    int rounds(Profile profile) {
+        return 1;
+    }
+
+    /** A suffix that gives each round's schemas names of their own: empty in the first round. */
+    String roundSuffix() {
+        return round == 0 ? "" : "_r" + (round + 1);
+    }
+
     @Override
     public ScenarioResult run(BenchContext ctx) throws Exception {
         long start = System.nanoTime();
-        Map<String, ModeResult> results = new LinkedHashMap<>();
-        for (Mode mode : Mode.values()) {
-            ctx.progress().line("%s: %s ...", name(), mode.label());
-            ModeResult r = runMode(mode, ctx);
-            ctx.progress().line("%s: %s done: %s", name(), mode.key(), headline(r));
-            results.put(mode.key(), r);
+        int rounds = rounds(ctx.profile());
+        Map<Mode, List<ModeResult>> byMode = new EnumMap<>(Mode.class);
+        for (round = 0; round < rounds; round++) {
+            for (Mode mode : rounds == 1 ? List.of(Mode.values()) : Rounds.order(round)) {
+                String which = rounds == 1 ? "" : " (round " + (round + 1) + " of " + rounds + ")";
+                ctx.progress().line("%s: %s%s ...", name(), mode.label(), which);
+                ModeResult r = runMode(mode, ctx);
+                ctx.progress().line("%s: %s%s done: %s", name(), mode.key(), which, headline(r));
+                byMode.computeIfAbsent(mode, m -> new ArrayList<>()).add(r);
+            }
+        }
+        List<ModeResult> shortRounds = byMode.get(Mode.SHORT);
+        List<ModeResult> longRounds = byMode.get(Mode.LONG);
+        ModeResult longResult = Rounds.combine(Mode.LONG, longRounds);
+        if (rounds > 1) {
+            longResult.detail("roundRatios", Rounds.roundRatios(shortRounds, longRounds));
         }
         return new ScenarioResult(name(), title(), description(), settings(ctx.profile()),
-                results.get(Mode.SHORT.key()), results.get(Mode.LONG.key()), List.copyOf(notes),
+                Rounds.combine(Mode.SHORT, shortRounds), longResult, List.copyOf(notes),
                 (System.nanoTime() - start) / 1e9);
     }
 

@@ -63,6 +63,9 @@ final class Targets {
         t.add(Target.atLeast("throughput-single", "throughput",
                 "single-item enqueue → fetch → ack with 4 consumers: ≥ 2,200 items/s", "single.itemsPerSecond",
                 2200, "items/s"));
+        t.add(Target.atLeast("throughput-single-long-vs-short", "throughput",
+                "long polling free when busy: single-item throughput long ÷ short ≥ 1.0 (medians of rounds in "
+                        + "alternating order)", "single.itemsPerSecond", 1.0, "× (long ÷ short)").ofRatio());
         t.add(Target.atLeast("throughput-batched", "throughput", "batched (100): ≥ 11,000 items/s",
                 "batched.itemsPerSecond", 11000, "items/s"));
         t.add(Target.atLeast("drain-single", "drain",
@@ -77,6 +80,9 @@ final class Targets {
         t.add(Target.atLeast("fanout-0ms", "fanout",
                 "fan-out of 5, 0 ms activities, 8 + 8 dispatchers: ≥ 150 orchestrations/s",
                 "0ms.orchestrationsPerSecond", 150, "orchestrations/s"));
+        t.add(Target.atLeast("fanout-0ms-long-vs-short", "fanout",
+                "long polling free when busy: fan-out with 0 ms activities long ÷ short ≥ 1.0 (medians of rounds in "
+                        + "alternating order)", "0ms.orchestrationsPerSecond", 1.0, "× (long ÷ short)").ofRatio());
         t.add(Target.atLeast("notify-overhead", "notify-overhead",
                 "notify overhead: enqueue throughput with announcements (triggers enabled, skipped) ≥ 0.95 × with no "
                         + "notifications",

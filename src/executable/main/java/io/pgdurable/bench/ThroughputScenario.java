@@ -50,6 +50,11 @@ final class ThroughputScenario extends PairedScenario {
         return m;
     }
 
+    @Override
+    int rounds(Profile profile) {
+        return profile.pairedRounds();
+    }
+
     /** The raw-SQL yardstick, measured once before the modes. */
     private RawQueueBaseline.Result baseline;
 
@@ -72,7 +77,7 @@ final class ThroughputScenario extends PairedScenario {
         r.detail("rawSqlReference", baseline.toJson());
         single(mode, ctx, r);
         if (BatchedThroughput.available()) {
-            BatchedThroughput.run(mode, ctx, r, name());
+            BatchedThroughput.run(mode, ctx, r, name() + roundSuffix());
         } else if (mode == Mode.SHORT) {
             notes.add("batched: not measured — " + BatchedThroughput.unavailableReason());
         }
@@ -85,7 +90,7 @@ final class ThroughputScenario extends PairedScenario {
         AtomicLong done = new AtomicLong();
         AtomicLong seq = new AtomicLong();
         Workers clients = new Workers();
-        try (Hub hub = ctx.hub(name() + "_single", mode, CLIENTS + 2);
+        try (Hub hub = ctx.hub(name() + "_single" + roundSuffix(), mode, CLIENTS + 2);
              Workers.Stopping stopFirst = clients.stopFirst()) {
             OrchestrationProvider p = hub.provider();
             clients.start("tp-client", CLIENTS, i -> () -> {

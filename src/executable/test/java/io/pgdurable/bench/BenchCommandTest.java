@@ -184,7 +184,7 @@ class BenchCommandTest {
     void fanout_counts_the_long_poll_wakes_per_queue() {
         Map<String, Object> s = (Map<String, Object>) ((Map<String, Object>) doc.get("scenarios")).get("fanout");
         Map<String, Object> details = (Map<String, Object>) ((Map<String, Object>) s.get("long")).get("details");
-        for (String config : List.of("10ms", "0ms")) {
+        for (String config : List.of("10ms", "10ms-ack-then-fetch", "0ms")) {
             Map<String, Object> signals = (Map<String, Object>) details.get(config + ".longPollSignals");
             assertNotNull(signals, config + ": " + details.keySet());
             long perQueue = ((Number) signals.get("wakes.orchestrator")).longValue()
@@ -195,6 +195,26 @@ class BenchCommandTest {
         Map<String, Object> shortDetails = (Map<String, Object>) ((Map<String, Object>) s.get("short"))
                 .get("details");
         assertFalse(shortDetails.containsKey("0ms.longPollSignals"), "short polling has no long-poll signals");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void throughput_and_fanout_report_medians_of_rounds_and_each_rounds_ratio() {
+        for (String name : List.of("throughput", "fanout")) {
+            Map<String, Object> s = (Map<String, Object>) ((Map<String, Object>) doc.get("scenarios")).get(name);
+            Map<String, Object> longMode = (Map<String, Object>) s.get("long");
+            Map<String, Object> details = (Map<String, Object>) longMode.get("details");
+            List<Object> rounds = (List<Object>) details.get("rounds");
+            assertEquals(2, rounds.size(), name + ": two rounds in the quick profile");
+            String figure = name.equals("fanout") ? "0ms.orchestrationsPerSecond" : "single.itemsPerSecond";
+            double a = ((Number) ((Map<String, Object>) rounds.get(0)).get(figure)).doubleValue();
+            double b = ((Number) ((Map<String, Object>) rounds.get(1)).get(figure)).doubleValue();
+            double median = ((Number) ((Map<String, Object>) ((Map<String, Object>) longMode.get("metrics"))
+                    .get(figure)).get("value")).doubleValue();
+            assertEquals((a + b) / 2, median, 0.01 * median + 1e-6, name + ": the median of two rounds");
+            List<Object> ratios = (List<Object>) ((Map<String, Object>) details.get("roundRatios")).get(figure);
+            assertEquals(2, ratios.size(), name + ": one ratio per round");
+        }
     }
 
     @Test

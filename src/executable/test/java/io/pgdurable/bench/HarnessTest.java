@@ -28,6 +28,30 @@ class HarnessTest {
     }
 
     @Test
+    void rounds_alternate_their_order_and_combine_into_medians_with_every_sample() {
+        assertEquals(List.of(Mode.SHORT, Mode.LONG), Rounds.order(0));
+        assertEquals(List.of(Mode.LONG, Mode.SHORT), Rounds.order(1));
+        assertEquals(List.of(Mode.SHORT, Mode.LONG), Rounds.order(2));
+        List<ModeResult> longRounds = new java.util.ArrayList<>();
+        List<ModeResult> shortRounds = new java.util.ArrayList<>();
+        double[] longValues = {30, 10, 20};
+        for (int i = 0; i < 3; i++) {
+            LatencyRecorder each = new LatencyRecorder();
+            each.recordNanos((i + 1) * 1_000_000L);
+            longRounds.add(new ModeResult(Mode.LONG).metric("x", longValues[i], "u", "x").latency("lat", each)
+                    .detail("first", i));
+            shortRounds.add(new ModeResult(Mode.SHORT).metric("x", 10, "u", "x"));
+        }
+        ModeResult combined = Rounds.combine(Mode.LONG, longRounds);
+        assertEquals(20, combined.value("x"), 1e-9);
+        assertEquals(3, combined.latencies().get("lat").count());
+        assertEquals(0, combined.details().get("first"));
+        assertEquals(3, ((List<?>) combined.details().get("rounds")).size());
+        assertEquals(List.of(3.0, 1.0, 2.0), Rounds.roundRatios(shortRounds, longRounds).get("x"));
+        assertTrue(Rounds.combine(Mode.LONG, longRounds.subList(0, 1)) == longRounds.get(0));
+    }
+
+    @Test
     void percentiles_are_nearest_rank_to_the_histograms_precision() {
         LatencyRecorder r = new LatencyRecorder();
         for (int i = 100; i >= 1; i--) {
