@@ -167,7 +167,7 @@ final class Charts {
                     List.of("10ms.orchestrationsPerSecond", "10ms-ack-then-fetch.orchestrationsPerSecond",
                             "0ms.orchestrationsPerSecond"),
                     List.of("10 ms activities, 2 + 2", "the same, ack then fetch", "0 ms activities, 8 + 8"),
-                    new double[] {36, 0, 150},
+                    new double[] {36, Double.NaN, 150},
                     "target (long polling ≥)"));
             out.add(cdf("fanout-latency.png", "Orchestration latency: start → completing turn acked", fo,
                     List.of("10ms.latency", "10ms-ack-then-fetch.latency", "0ms.latency"), List.of(), null));

@@ -154,8 +154,17 @@ final class JsonReport {
         } else if (value instanceof List<?> list) {
             boolean flat = list.stream().allMatch(v -> v == null || v instanceof Number || v instanceof List<?> l
                     && l.stream().allMatch(x -> x == null || x instanceof Number));
-            if (flat || list.isEmpty()) {
-                Json.write(sb, list);
+            if (list.isEmpty()) {
+                sb.append("[]");
+                return;
+            }
+            if (flat) {
+                sb.append('[');
+                for (int i = 0; i < list.size(); i++) {
+                    sb.append(i == 0 ? "" : ",");
+                    pretty(sb, list.get(i), depth + 1);
+                }
+                sb.append(']');
                 return;
             }
             sb.append("[\n");

@@ -7,9 +7,9 @@ import java.util.Map;
 
 /**
  * Combines the rounds of one mode of a scenario whose modes alternate round by round: each figure is the median of
- * the rounds, each latency distribution holds every round's samples, series and details come from the first round,
- * and the detail {@code rounds} lists each round's figures. Ratios between the modes of one round are taken with
- * {@link #roundRatios}.
+ * the rounds that measured it, each latency distribution holds every round's samples, series and details come from
+ * the first round, and the detail {@code rounds} lists each round's figures. Ratios between the modes of one round
+ * are taken with {@link #roundRatios}.
  */
 final class Rounds {
     private Rounds() {}
@@ -26,10 +26,7 @@ final class Rounds {
         ModeResult first = rounds.get(0);
         ModeResult out = new ModeResult(mode);
         first.metrics().forEach((name, m) -> {
-            double[] values = new double[rounds.size()];
-            for (int i = 0; i < values.length; i++) {
-                values[i] = rounds.get(i).value(name);
-            }
+            double[] values = rounds.stream().mapToDouble(r -> r.value(name)).filter(Double::isFinite).toArray();
             out.metric(name, Num.median(values), m.unit(), m.label());
         });
         first.recorders().forEach((name, recorder) -> {
@@ -47,21 +44,30 @@ final class Rounds {
         List<Map<String, Double>> perRound = new ArrayList<>();
         for (ModeResult r : rounds) {
             Map<String, Double> figures = new LinkedHashMap<>();
-            r.metrics().forEach((name, m) -> figures.put(name, m.value()));
+            r.metrics().forEach((name, m) -> figures.put(name, finiteOrNull(m.value())));
             perRound.add(figures);
         }
         out.detail("rounds", perRound);
         return out;
     }
 
-    /** Per figure of the long rounds, each round's long ÷ short (rounds paired by index). */
+    private static Double finiteOrNull(double v) {
+        return Double.isFinite(v) ? v : null;
+    }
+
+    /**
+     * Per figure of the long rounds, each round's long ÷ short (rounds paired by index); null where either is not
+     * measured or short is 0.
+     */
     static Map<String, List<Double>> roundRatios(List<ModeResult> shortRounds, List<ModeResult> longRounds) {
         Map<String, List<Double>> out = new LinkedHashMap<>();
         int n = Math.min(shortRounds.size(), longRounds.size());
         for (String name : longRounds.get(0).metrics().keySet()) {
             List<Double> ratios = new ArrayList<>();
             for (int i = 0; i < n; i++) {
-                ratios.add(longRounds.get(i).value(name) / shortRounds.get(i).value(name));
+                double l = longRounds.get(i).value(name);
+                double s = shortRounds.get(i).value(name);
+                ratios.add(s == 0 ? null : finiteOrNull(l / s));
             }
             out.put(name, ratios);
         }

@@ -48,6 +48,11 @@ class HarnessTest {
         assertEquals(0, combined.details().get("first"));
         assertEquals(3, ((List<?>) combined.details().get("rounds")).size());
         assertEquals(List.of(3.0, 1.0, 2.0), Rounds.roundRatios(shortRounds, longRounds).get("x"));
+        longRounds.get(1).metric("x", Double.NaN, "u", "x");
+        assertEquals(25, Rounds.combine(Mode.LONG, longRounds).value("x"), 1e-9, "an unmeasured round is left out");
+        assertEquals(java.util.Arrays.asList(3.0, null, 2.0), Rounds.roundRatios(shortRounds, longRounds).get("x"));
+        shortRounds.get(0).metric("x", 0, "u", "x");
+        assertEquals(null, Rounds.roundRatios(shortRounds, longRounds).get("x").get(0));
         assertTrue(Rounds.combine(Mode.LONG, longRounds.subList(0, 1)) == longRounds.get(0));
     }
 
@@ -183,7 +188,11 @@ class HarnessTest {
         m.put("nan", Num.round(Double.NaN));
         m.put("nested", Map.of("s", "x\"y"));
         m.put("rounded", Num.round(2.0 / 3));
+        m.put("flatNaN", java.util.Arrays.asList(1.5, Double.NaN, Double.POSITIVE_INFINITY, null));
+        m.put("nestedNaN", List.of(List.of(Double.NaN, 2.0)));
         Map<String, Object> back = Json.parseObject(JsonReport.pretty(m));
+        assertEquals("[1.5, null, null, null]", String.valueOf(back.get("flatNaN")));
+        assertEquals("[[null, 2.0]]", String.valueOf(back.get("nestedNaN")));
         assertEquals(List.of(1L, 2L), back.get("a"));
         assertEquals(null, back.get("nan"));
         assertEquals("x\"y", ((Map<?, ?>) back.get("nested")).get("s"));
