@@ -132,13 +132,16 @@ final class UnitCosts {
     /**
      * The fields of {@code /proc/<pid>/stat} from the command name on, so index i is proc(5)'s field i + 2:
      * [0] comm, [1] state, [2] ppid, ..., [12] utime, [13] stime, [14] cutime, [15] cstime.
-     * Null when the process is gone.
+     * Null when the process is gone or its file cannot be read.
      */
-    private static String[] stat(long pid) throws IOException {
+    private static String[] stat(long pid) {
         String line;
         try {
             line = Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat"), StandardCharsets.US_ASCII);
         } catch (NoSuchFileException e) {
+            return null;
+        } catch (IOException e) {
+            // a backend that exits between the listing and the read fails the read with ESRCH ("No such process")
             return null;
         }
         int open = line.indexOf('(');
