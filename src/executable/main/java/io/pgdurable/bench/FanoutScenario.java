@@ -60,9 +60,9 @@ final class FanoutScenario extends PairedScenario {
                 + "activity time and ack with ActivityCompleted, in one call with the claim of their next activity "
                 + "(ackWorkItemAndFetchNext; they park on a fetch only when it found none), except in the "
                 + "ack-then-fetch configuration, whose workers ack and fetch in two calls; every later turn appends "
-                + "the completions, and the turn that holds all " + FANOUT + " appends OrchestrationCompleted with status Completed. A starter "
-                + "keeps a fixed number of orchestrations in flight. Latency = StartOrchestration enqueue to the ack "
-                + "of the completing turn.";
+                + "the completions, and the turn that holds all " + FANOUT + " appends OrchestrationCompleted with "
+                + "status Completed. A starter keeps a fixed number of orchestrations in flight. Latency = "
+                + "StartOrchestration enqueue to the ack of the completing turn.";
     }
 
     @Override

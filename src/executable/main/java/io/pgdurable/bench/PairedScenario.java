@@ -2,7 +2,6 @@ package io.pgdurable.bench;
 
 import java.util.ArrayList;
 import java.util.EnumMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -42,7 +41,7 @@ abstract class PairedScenario implements Scenario {
         int rounds = rounds(ctx.profile());
         Map<Mode, List<ModeResult>> byMode = new EnumMap<>(Mode.class);
         for (round = 0; round < rounds; round++) {
-            for (Mode mode : rounds == 1 ? List.of(Mode.values()) : Rounds.order(round)) {
+            for (Mode mode : Rounds.order(round)) {
                 String which = rounds == 1 ? "" : " (round " + (round + 1) + " of " + rounds + ")";
                 ctx.progress().line("%s: %s%s ...", name(), mode.label(), which);
                 ModeResult r = runMode(mode, ctx);

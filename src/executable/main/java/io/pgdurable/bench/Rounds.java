@@ -65,9 +65,8 @@ final class Rounds {
         for (String name : longRounds.get(0).metrics().keySet()) {
             List<Double> ratios = new ArrayList<>();
             for (int i = 0; i < n; i++) {
-                double l = longRounds.get(i).value(name);
-                double s = shortRounds.get(i).value(name);
-                ratios.add(s == 0 ? null : finiteOrNull(l / s));
+                ratios.add(finiteOrNull(ScenarioResult.ratio(longRounds.get(i).value(name),
+                        shortRounds.get(i).value(name))));
             }
             out.put(name, ratios);
         }

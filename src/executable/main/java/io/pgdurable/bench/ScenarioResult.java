@@ -38,12 +38,15 @@ record ScenarioResult(String name, String title, String description, Map<String,
 
     /** {@code long ÷ short} of a figure; NaN when either is missing or the short figure is zero. */
     double ratio(String figure) {
-        double s = shortMode.value(figure);
-        double l = longMode.value(figure);
-        if (Double.isNaN(s) || Double.isNaN(l) || s == 0) {
+        return ratio(longMode.value(figure), shortMode.value(figure));
+    }
+
+    /** {@code longValue ÷ shortValue}; NaN when either is missing or the short value is zero. */
+    static double ratio(double longValue, double shortValue) {
+        if (Double.isNaN(shortValue) || Double.isNaN(longValue) || shortValue == 0) {
             return Double.NaN;
         }
-        return l / s;
+        return longValue / shortValue;
     }
 
     Map<String, Double> ratios() {

@@ -5,7 +5,6 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Map;
 
@@ -138,10 +137,8 @@ final class UnitCosts {
         String line;
         try {
             line = Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat"), StandardCharsets.US_ASCII);
-        } catch (NoSuchFileException e) {
-            return null;
         } catch (IOException e) {
-            // a backend that exits between the listing and the read fails the read with ESRCH ("No such process")
+            // gone before the open (no such file) or between the listing and the read (ESRCH, "No such process")
             return null;
         }
         int open = line.indexOf('(');

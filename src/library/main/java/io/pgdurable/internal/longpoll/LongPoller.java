@@ -222,9 +222,8 @@ public final class LongPoller implements AutoCloseable {
     /**
      * The announcer's side of knowing who listens: {@code arrivals} runs for every join notification of another
      * process ({@link Hint#JOIN_PREFIX}; this one's own echo is dropped with its other payloads), on the listener's
-     * thread; {@code joined} runs
-     * whenever this process's own listener (re)connected, before the catch-up scan, on the listener's thread (and
-     * here, when it listens already).
+     * thread; {@code joined} runs whenever this process's own listener (re)connected, before the catch-up scan, on the
+     * listener's thread (and here, when it listens already).
      */
     public void audience(Runnable arrivals, Runnable joined) {
         this.arrivals = arrivals;
